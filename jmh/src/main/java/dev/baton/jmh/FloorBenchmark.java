@@ -1,0 +1,63 @@
+package dev.baton.jmh;
+
+import dev.baton.testkit.RedisServer;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The round-trip floor every other result is read against: a Lettuce PING and an EVALSHA of a
+ * trivial script on a redis-server started for the run on a free loopback port.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@Warmup(iterations = 2, time = 2)
+@Measurement(iterations = 3, time = 3)
+@Fork(1)
+public class FloorBenchmark {
+    private RedisServer server;
+    private RedisClient client;
+    private StatefulRedisConnection<String, String> connection;
+    private RedisCommands<String, String> redis;
+    private String sha;
+
+    @Setup(Level.Trial)
+    public void start() {
+        server = RedisServer.start();
+        client = RedisClient.create(server.uri());
+        connection = client.connect();
+        redis = connection.sync();
+        sha = redis.scriptLoad("return 1");
+    }
+
+    @TearDown(Level.Trial)
+    public void stop() {
+        connection.close();
+        client.shutdown();
+        server.close();
+    }
+
+    /** One PING round trip. */
+    @Benchmark
+    public String ping() {
+        return redis.ping();
+    }
+
+    /** One EVALSHA round trip of a script that does nothing. */
+    @Benchmark
+    public Long evalsha() {
+        return redis.evalsha(sha, ScriptOutputType.INTEGER);
+    }
+}

@@ -1,0 +1,77 @@
+package dev.baton.lua;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * The catalog of Baton's Lua scripts: one constant per operation, one {@code .lua} file per
+ * constant (in this module's resources, next to this class). Each file opens with a header
+ * naming its KEYS, ARGV, reply and what it publishes; {@code docs/data-layout.md} lists the
+ * keys and channels they touch.
+ *
+ * <p>The text is loaded once, when the enum is initialised, and its SHA-1 is computed the way
+ * Redis computes it, so callers can send {@code EVALSHA} first and fall back to {@code EVAL}
+ * only after a {@code NOSCRIPT} reply.
+ *
+ * <p>This module is internal to Baton; its API may change in any release.
+ */
+public enum Script {
+    /** Take or re-enter a reentrant lock. */
+    LOCK_ACQUIRE("lock_acquire.lua"),
+    /** Give back one hold of a reentrant lock. */
+    LOCK_RELEASE("lock_release.lua"),
+    /** Batched watchdog renewal of reentrant-lock holds. */
+    LOCK_RENEW("lock_renew.lua"),
+    /** Delete a reentrant lock whoever holds it. */
+    LOCK_FORCE_UNLOCK("lock_force_unlock.lua");
+
+    private final String fileName;
+    private final String text;
+    private final String sha1;
+
+    Script(String fileName) {
+        this.fileName = fileName;
+        this.text = load(fileName);
+        this.sha1 = sha1Hex(text);
+    }
+
+    /** The file this script is read from, e.g. {@code lock_acquire.lua}. */
+    public String fileName() {
+        return fileName;
+    }
+
+    /** The script's source, exactly as sent with {@code EVAL} or {@code SCRIPT LOAD}. */
+    public String text() {
+        return text;
+    }
+
+    /** The lower-case hex SHA-1 of {@link #text()}, the digest {@code EVALSHA} takes. */
+    public String sha1() {
+        return sha1;
+    }
+
+    private static String load(String fileName) {
+        try (InputStream in = Script.class.getResourceAsStream(fileName)) {
+            if (in == null) {
+                throw new IllegalStateException("Lua script " + fileName + " is missing from the classpath");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read Lua script " + fileName, e);
+        }
+    }
+
+    private static String sha1Hex(String text) {
+        try {
+            MessageDigest digest = MessageDigest.getInstance("SHA-1");
+            return HexFormat.of().formatHex(digest.digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-1", e);
+        }
+    }
+}

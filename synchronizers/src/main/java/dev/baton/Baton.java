@@ -1,0 +1,93 @@
+package dev.baton;
+
+import dev.baton.internal.BatonClient;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.cluster.RedisClusterClient;
+
+import java.util.Objects;
+
+/**
+ * The entry point: one Baton client per application (or per Redis deployment), from which
+ * every synchronizer is obtained by name.
+ * <pre>{@code
+ * try (Baton baton = Baton.create(BatonOptions.create("redis://localhost:6379"))) {
+ *     BatonLock lock = baton.lock("orders");
+ *     try (LockHold held = lock.acquire()) {
+ *         // one process at a time, across the whole fleet
+ *     }
+ * }
+ * }</pre>
+ * A client is thread-safe and cheap to share; synchronizer objects are light views that may be
+ * obtained again whenever needed. Each client has its own random {@link #clientId()}, the first
+ * half of every owner id it writes to Redis.
+ *
+ * <p>{@link #close()} stops lease renewal (held leases then expire on their own), drops
+ * subscriptions and closes the connections Baton opened. A Lettuce client passed in by the
+ * application is never shut down by Baton.
+ */
+public interface Baton extends AutoCloseable {
+
+    /**
+     * Opens a client on the Redis given in {@code options}; Baton owns the Lettuce client it
+     * creates and shuts it down on {@link #close()}.
+     *
+     * @throws IllegalArgumentException  if the options name no Redis URI
+     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout
+     */
+    static Baton create(BatonOptions options) {
+        Objects.requireNonNull(options, "options");
+        return BatonClient.open(options);
+    }
+
+    /**
+     * Opens a client on one Redis URI with default options.
+     *
+     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout
+     */
+    static Baton create(String redisUri) {
+        return create(BatonOptions.create(redisUri));
+    }
+
+    /**
+     * Opens a client on a Lettuce {@link RedisClient} the application already has (standalone
+     * or Sentinel). Baton opens its own connections from it and closes only those; the URIs in
+     * {@code options} are ignored.
+     */
+    static Baton create(RedisClient client, BatonOptions options) {
+        Objects.requireNonNull(client, "client");
+        Objects.requireNonNull(options, "options");
+        return BatonClient.open(client, options);
+    }
+
+    /**
+     * Opens a client on a Lettuce {@link RedisClusterClient} the application already has. Baton
+     * opens its own connections from it and closes only those.
+     */
+    static Baton create(RedisClusterClient client, BatonOptions options) {
+        Objects.requireNonNull(client, "client");
+        Objects.requireNonNull(options, "options");
+        return BatonClient.open(client, options);
+    }
+
+    /**
+     * The reentrant lock with this name (also its Redis key), Redisson-compatible.
+     *
+     * @throws NullPointerException     if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonLock lock(String name);
+
+    /** This client's id: a random UUID, the first half of every owner id it writes. */
+    String clientId();
+
+    /** The options this client was opened with. */
+    BatonOptions options();
+
+    /**
+     * Stops lease renewal, unsubscribes, fails calls still waiting with
+     * {@link IllegalStateException}, and closes what Baton opened. Idempotent.
+     */
+    @Override
+    void close();
+}

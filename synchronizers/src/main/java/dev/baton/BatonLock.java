@@ -1,0 +1,213 @@
+package dev.baton;
+
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * A reentrant mutual-exclusion lock shared by every process that uses the same name on the
+ * same Redis. It behaves like {@link java.util.concurrent.locks.ReentrantLock} (non-fair),
+ * except that a hold is a <em>lease</em> in Redis:
+ * <ul>
+ *   <li>Without a lease time the lock is kept alive by Baton's watchdog: it expires
+ *       {@link BatonOptions#watchdogTimeout()} after the holder's process stops renewing it (for
+ *       example because it crashed), and is renewed every third of that while held.</li>
+ *   <li>With a lease time it is never renewed; it is released by {@link #unlock()} or expires
+ *       when the lease runs out, whichever comes first.</li>
+ * </ul>
+ * A hold belongs to an <em>owner</em>: for the blocking methods the calling thread, for the
+ * {@code *Async} methods the {@code ownerId} the caller passes, so asynchronous code can lock on
+ * one thread and unlock on another. The lock is stored the way Redisson stores its
+ * {@code RLock}, so Baton and Redisson clients exclude and wake each other on the same name.
+ *
+ * <h2>How a wait ends</h2>
+ * A call that waits for the lock returns or throws for one of these reasons only:
+ * <ul>
+ *   <li><b>acquired</b>: the lock became free (a release is announced over pub/sub; a lost
+ *       announcement only delays the waiter until the holder's lease would run out);</li>
+ *   <li><b>timed out</b>: {@code tryLock} with a wait time returns {@code false};</li>
+ *   <li><b>interrupted</b>: the interruptible methods throw {@link InterruptedException} and
+ *       clear the interrupt flag; {@link #lock()} keeps waiting and restores the flag before it
+ *       returns. An interrupted wait leaves no hold and no subscription behind;</li>
+ *   <li><b>Redis unreachable</b>: {@link RedisUnavailableException} once a command gets no
+ *       answer within {@link BatonOptions#commandTimeout()};</li>
+ *   <li><b>wrong type</b>: {@link WrongTypeException} when the name holds another kind of
+ *       value.</li>
+ * </ul>
+ *
+ * <h2>Memory consistency</h2>
+ * Actions before {@link #unlock()} in one process happen-before actions after a later
+ * successful acquire in any process, as far as state kept in Redis or made visible before the
+ * release is concerned; Baton cannot order effects on other systems (see fencing in the
+ * guarantees document).
+ */
+public interface BatonLock extends Lock {
+
+    /** The lock's name, which is also its Redis key. */
+    String getName();
+
+    /**
+     * Acquires the lock (watchdog mode), waiting as long as it takes; not interruptible. If
+     * interrupted while waiting, it keeps waiting and returns with the interrupt flag set.
+     *
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    @Override
+    void lock();
+
+    /**
+     * Acquires the lock for a fixed lease, waiting as long as it takes; not interruptible.
+     *
+     * @param leaseTime how long the hold lasts unless released first; must be positive
+     * @param unit      the unit of {@code leaseTime}
+     * @throws IllegalArgumentException  if {@code leaseTime <= 0}
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    void lock(long leaseTime, TimeUnit unit);
+
+    /**
+     * Acquires the lock (watchdog mode) unless interrupted.
+     *
+     * @throws InterruptedException      if interrupted while waiting; nothing is held then
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    @Override
+    void lockInterruptibly() throws InterruptedException;
+
+    /**
+     * Acquires the lock for a fixed lease unless interrupted.
+     *
+     * @throws IllegalArgumentException  if {@code leaseTime <= 0}
+     * @throws InterruptedException      if interrupted while waiting; nothing is held then
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Acquires the lock (watchdog mode) only if it is free or already held by this thread, in
+     * one round trip, without waiting.
+     *
+     * @return whether the lock is now held by the current thread
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    @Override
+    boolean tryLock();
+
+    /**
+     * Acquires the lock (watchdog mode), waiting at most {@code waitTime}.
+     *
+     * @return {@code true} if acquired, {@code false} if the wait time elapsed first
+     * @throws IllegalArgumentException  if {@code waitTime < 0}
+     * @throws InterruptedException      if interrupted while waiting; nothing is held then
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    @Override
+    boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Acquires the lock for a fixed lease, waiting at most {@code waitTime}.
+     *
+     * @return {@code true} if acquired, {@code false} if the wait time elapsed first
+     * @throws IllegalArgumentException  if {@code waitTime < 0} or {@code leaseTime <= 0}
+     * @throws InterruptedException      if interrupted while waiting; nothing is held then
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Releases one hold of the current thread; the last hold frees the lock and wakes a waiter.
+     *
+     * @throws LeaseLostException           if the thread held the lock but its lease was lost
+     * @throws IllegalMonitorStateException if the current thread does not hold the lock
+     * @throws RedisUnavailableException    if Redis did not answer in time; the release is still
+     *                                      delivered when the connection recovers, and the
+     *                                      watchdog no longer renews the hold, so it ends either
+     *                                      way
+     */
+    @Override
+    void unlock();
+
+    /**
+     * Acquires the lock like {@link #lock()} and returns a handle that releases it on
+     * {@link LockHold#close()}, for try-with-resources.
+     */
+    LockHold acquire();
+
+    /**
+     * Acquires the lock like {@link #lockInterruptibly(long, TimeUnit)} and returns a handle
+     * that releases it on {@link LockHold#close()}.
+     */
+    LockHold acquire(long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /** Not supported: a distributed lock has no conditions. */
+    @Override
+    default Condition newCondition() {
+        throw new UnsupportedOperationException("Baton locks do not support conditions");
+    }
+
+    /**
+     * Deletes the lock whoever holds it and wakes its waiters. The former holder learns of it
+     * through {@link LeaseLostException} on its next unlock.
+     *
+     * @return whether the lock was held
+     */
+    boolean forceUnlock();
+
+    /** Whether any owner, in any process, holds the lock now. */
+    boolean isLocked();
+
+    /** Whether the current thread holds the lock, as Redis sees it now. */
+    boolean isHeldByCurrentThread();
+
+    /** Whether the owner with this thread id (or async owner id) of this client holds it now. */
+    boolean isHeldByThread(long ownerId);
+
+    /** How many holds the current thread has on the lock, as Redis sees it (0 if none). */
+    int getHoldCount();
+
+    /**
+     * The lock's remaining time to live in milliseconds: -2 if it is not held, -1 if it is held
+     * without expiry (only possible when written by something other than Baton).
+     */
+    long remainTimeToLive();
+
+    // ---- asynchronous twins: owner given explicitly ---------------------------------------
+
+    /**
+     * Acquires the lock for {@code ownerId} (watchdog mode), waiting as long as it takes.
+     * Cancelling the returned stage's {@code toCompletableFuture()} abandons the wait and
+     * leaves nothing held.
+     */
+    CompletionStage<Void> lockAsync(long ownerId);
+
+    /** Acquires the lock for {@code ownerId} with a fixed lease, waiting as long as it takes. */
+    CompletionStage<Void> lockAsync(long leaseTime, TimeUnit unit, long ownerId);
+
+    /** Tries once to acquire the lock for {@code ownerId} (watchdog mode), without waiting. */
+    CompletionStage<Boolean> tryLockAsync(long ownerId);
+
+    /**
+     * Acquires the lock for {@code ownerId} (watchdog mode), waiting at most {@code waitTime};
+     * completes with {@code false} when the wait time elapsed.
+     */
+    CompletionStage<Boolean> tryLockAsync(long waitTime, TimeUnit unit, long ownerId);
+
+    /**
+     * Acquires the lock for {@code ownerId} with a fixed lease (positive), waiting at most
+     * {@code waitTime}; completes with {@code false} when the wait time elapsed.
+     */
+    CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId);
+
+    /**
+     * Releases one hold of {@code ownerId}; completes exceptionally like {@link #unlock()}
+     * throws.
+     */
+    CompletionStage<Void> unlockAsync(long ownerId);
+
+    /** Asynchronous {@link #forceUnlock()}. */
+    CompletionStage<Boolean> forceUnlockAsync();
+
+    /** Asynchronous {@link #isLocked()}. */
+    CompletionStage<Boolean> isLockedAsync();
+}

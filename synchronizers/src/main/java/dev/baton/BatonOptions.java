@@ -1,0 +1,190 @@
+package dev.baton;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Settings of a {@link Baton} client. Immutable; start from {@link #builder()} or take the
+ * defaults with {@link #create(String)}.
+ *
+ * <p>Redis is given as Lettuce URIs: {@code redis://host:port} or {@code rediss://} (TLS) for
+ * one server, {@code redis-sentinel://host:port,host:port#masterName} for a Sentinel-managed
+ * master, and one or more node URIs with {@link Builder#cluster(boolean) cluster(true)} for
+ * Redis Cluster. These are ignored when the application passes its own Lettuce client to
+ * {@link Baton#create(io.lettuce.core.RedisClient, BatonOptions)}.
+ */
+public final class BatonOptions {
+
+    /** Default time a command may take before it fails with {@link RedisUnavailableException}. */
+    public static final Duration DEFAULT_COMMAND_TIMEOUT = Duration.ofSeconds(3);
+    /** Default lease of a lock held without a lease time; renewed every third of it. */
+    public static final Duration DEFAULT_WATCHDOG_TIMEOUT = Duration.ofSeconds(30);
+    /** Default number of leases renewed by one script call. */
+    public static final int DEFAULT_RENEWAL_BATCH_SIZE = 100;
+
+    private final List<String> redisUris;
+    private final boolean cluster;
+    private final Duration commandTimeout;
+    private final Duration watchdogTimeout;
+    private final int renewalBatchSize;
+    private final LeaseLostListener leaseLostListener;
+
+    private BatonOptions(Builder b) {
+        this.redisUris = List.copyOf(b.redisUris);
+        this.cluster = b.cluster;
+        this.commandTimeout = b.commandTimeout;
+        this.watchdogTimeout = b.watchdogTimeout;
+        this.renewalBatchSize = b.renewalBatchSize;
+        this.leaseLostListener = b.leaseLostListener;
+    }
+
+    /** Options for one Redis URI with every other setting at its default. */
+    public static BatonOptions create(String redisUri) {
+        return builder().redisUri(redisUri).build();
+    }
+
+    /** A builder with every setting at its default and no Redis URI. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The Redis URIs; empty when the application supplies its own Lettuce client. */
+    public List<String> redisUris() {
+        return redisUris;
+    }
+
+    /** Whether {@link #redisUris()} are nodes of a Redis Cluster. */
+    public boolean cluster() {
+        return cluster;
+    }
+
+    /** How long one command may take before it fails with {@link RedisUnavailableException}. */
+    public Duration commandTimeout() {
+        return commandTimeout;
+    }
+
+    /** The lease of a lock held without a lease time; the watchdog renews it every third. */
+    public Duration watchdogTimeout() {
+        return watchdogTimeout;
+    }
+
+    /** How many leases one renewal script call renews at most. */
+    public int renewalBatchSize() {
+        return renewalBatchSize;
+    }
+
+    /** The listener told about lost leases, or {@code null}. */
+    public LeaseLostListener leaseLostListener() {
+        return leaseLostListener;
+    }
+
+    /** A builder starting from these options. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.redisUris = redisUris;
+        b.cluster = cluster;
+        b.commandTimeout = commandTimeout;
+        b.watchdogTimeout = watchdogTimeout;
+        b.renewalBatchSize = renewalBatchSize;
+        b.leaseLostListener = leaseLostListener;
+        return b;
+    }
+
+    @Override
+    public String toString() {
+        // URIs may carry passwords: never print them.
+        return "BatonOptions{servers=" + redisUris.size() + ", cluster=" + cluster
+                + ", commandTimeout=" + commandTimeout + ", watchdogTimeout=" + watchdogTimeout
+                + ", renewalBatchSize=" + renewalBatchSize + "}";
+    }
+
+    /** Builds {@link BatonOptions}; every setter checks its argument at once. */
+    public static final class Builder {
+        private List<String> redisUris = List.of();
+        private boolean cluster;
+        private Duration commandTimeout = DEFAULT_COMMAND_TIMEOUT;
+        private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
+        private int renewalBatchSize = DEFAULT_RENEWAL_BATCH_SIZE;
+        private LeaseLostListener leaseLostListener;
+
+        private Builder() {
+        }
+
+        /** One Redis URI: a server, or a Sentinel group ({@code redis-sentinel://...}). */
+        public Builder redisUri(String uri) {
+            return redisUris(List.of(requireUri(uri, "redisUri")));
+        }
+
+        /** Several URIs: the seed nodes of a Redis Cluster (with {@link #cluster(boolean)}). */
+        public Builder redisUris(List<String> uris) {
+            Objects.requireNonNull(uris, "redisUris");
+            if (uris.isEmpty()) {
+                throw new IllegalArgumentException("redisUris must not be empty");
+            }
+            for (String uri : uris) {
+                requireUri(uri, "redisUris element");
+            }
+            this.redisUris = List.copyOf(uris);
+            return this;
+        }
+
+        /** Whether the URIs name Redis Cluster nodes (default {@code false}). */
+        public Builder cluster(boolean cluster) {
+            this.cluster = cluster;
+            return this;
+        }
+
+        /** How long one command may take (default 3 s); positive. */
+        public Builder commandTimeout(Duration timeout) {
+            this.commandTimeout = positive(timeout, "commandTimeout");
+            return this;
+        }
+
+        /** The watchdog lease (default 30 s); at least 100 ms. */
+        public Builder watchdogTimeout(Duration timeout) {
+            positive(timeout, "watchdogTimeout");
+            if (timeout.toMillis() < 100) {
+                throw new IllegalArgumentException("watchdogTimeout must be at least 100 ms, was " + timeout);
+            }
+            this.watchdogTimeout = timeout;
+            return this;
+        }
+
+        /** Leases renewed per script call (default 100); between 1 and 10,000. */
+        public Builder renewalBatchSize(int size) {
+            if (size < 1 || size > 10_000) {
+                throw new IllegalArgumentException("renewalBatchSize must be between 1 and 10000, was " + size);
+            }
+            this.renewalBatchSize = size;
+            return this;
+        }
+
+        /** The listener told about lost leases (none by default; losses are always logged). */
+        public Builder leaseLostListener(LeaseLostListener listener) {
+            this.leaseLostListener = Objects.requireNonNull(listener, "leaseLostListener");
+            return this;
+        }
+
+        /** The options. */
+        public BatonOptions build() {
+            return new BatonOptions(this);
+        }
+
+        private static String requireUri(String uri, String what) {
+            Objects.requireNonNull(uri, what);
+            if (uri.isBlank()) {
+                throw new IllegalArgumentException(what + " must not be blank");
+            }
+            return uri;
+        }
+
+        private static Duration positive(Duration d, String what) {
+            Objects.requireNonNull(d, what);
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(what + " must be positive, was " + d);
+            }
+            return d;
+        }
+    }
+}

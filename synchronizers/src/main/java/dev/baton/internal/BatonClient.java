@@ -1,0 +1,272 @@
+package dev.baton.internal;
+
+import dev.baton.Baton;
+import dev.baton.BatonLock;
+import dev.baton.BatonOptions;
+import dev.baton.RedisUnavailableException;
+import dev.baton.lua.Script;
+import io.lettuce.core.AbstractRedisClient;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.ToIntFunction;
+
+/**
+ * The one implementation of {@link Baton}: it owns the client's runtime services (command
+ * executor, pub/sub service, acquire engine, lease table and renewal registry) and hands them
+ * to the recipes it creates. Not API: obtain instances through {@link Baton#create}.
+ */
+public final class BatonClient implements Baton {
+    private static final Logger log = LoggerFactory.getLogger(BatonClient.class);
+
+    private final String clientId = UUID.randomUUID().toString();
+    private final BatonOptions options;
+    private final AbstractRedisClient ownedClient;
+    private final StatefulConnection<String, String> connection;
+    private final StatefulRedisPubSubConnection<String, String> pubSubConnection;
+    private final NettyScheduler scheduler;
+    private final CommandExecutor executor;
+    private final PubSubService pubSub;
+    private final AcquireEngine engine;
+    private final Leases leases;
+    private final RenewalRegistry renewals;
+    private volatile boolean closed;
+
+    private BatonClient(BatonOptions options, AbstractRedisClient ownedClient,
+                        StatefulConnection<String, String> connection,
+                        java.util.function.Supplier<io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands<String, String>> commands,
+                        StatefulRedisPubSubConnection<String, String> pubSubConnection, boolean cluster) {
+        this.options = options;
+        this.ownedClient = ownedClient;
+        this.connection = connection;
+        this.pubSubConnection = pubSubConnection;
+        this.scheduler = new NettyScheduler();
+        this.executor = new CommandExecutor(connection, commands, scheduler, options.commandTimeout());
+        this.pubSub = new PubSubService(pubSubConnection, executor);
+        this.engine = new AcquireEngine(pubSub, scheduler);
+        this.leases = new Leases(scheduler, options.leaseLostListener());
+        ToIntFunction<String> slotOf = cluster ? SlotHash::getSlot : key -> 0;
+        this.renewals = new RenewalRegistry(this::renew, leases::lost, scheduler, slotOf,
+                options.watchdogTimeout().toMillis(), options.renewalBatchSize());
+        leases.attach(renewals);
+        renewals.start();
+    }
+
+    /** Opens a client that owns the Lettuce client it creates from {@code options}. */
+    public static Baton open(BatonOptions options) {
+        if (options.redisUris().isEmpty()) {
+            throw new IllegalArgumentException("BatonOptions names no Redis URI: set redisUri(...) or pass a Lettuce client");
+        }
+        List<RedisURI> uris = new ArrayList<>();
+        for (String uri : options.redisUris()) {
+            uris.add(parse(uri));
+        }
+        SocketOptions socket = SocketOptions.builder().connectTimeout(options.commandTimeout()).build();
+        if (options.cluster()) {
+            RedisClusterClient client = RedisClusterClient.create(uris);
+            client.setOptions(ClusterClientOptions.builder()
+                    .socketOptions(socket)
+                    .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                            .enableAllAdaptiveRefreshTriggers().build())
+                    .build());
+            return openCluster(client, options, client);
+        }
+        if (uris.size() != 1) {
+            throw new IllegalArgumentException("several Redis URIs given without cluster(true); give one URI, "
+                    + "or a redis-sentinel:// URI listing the sentinels");
+        }
+        RedisClient client = RedisClient.create(uris.get(0));
+        client.setOptions(ClientOptions.builder().socketOptions(socket).build());
+        return openStandalone(client, options, client);
+    }
+
+    /** Opens a client on an application-owned standalone or Sentinel client. */
+    public static Baton open(RedisClient client, BatonOptions options) {
+        return openStandalone(client, options, null);
+    }
+
+    /** Opens a client on an application-owned cluster client. */
+    public static Baton open(RedisClusterClient client, BatonOptions options) {
+        return openCluster(client, options, null);
+    }
+
+    private static Baton openStandalone(RedisClient client, BatonOptions options, AbstractRedisClient owned) {
+        StatefulRedisConnection<String, String> connection = null;
+        try {
+            connection = client.connect(StringCodec.UTF8);
+            StatefulRedisPubSubConnection<String, String> pubSub = client.connectPubSub(StringCodec.UTF8);
+            StatefulRedisConnection<String, String> c = connection;
+            return new BatonClient(options, owned, connection, c::async, pubSub, false);
+        } catch (RuntimeException e) {
+            closeQuietly(connection, owned);
+            throw connectFailed(e, options);
+        }
+    }
+
+    private static Baton openCluster(RedisClusterClient client, BatonOptions options, AbstractRedisClient owned) {
+        StatefulRedisClusterConnection<String, String> connection = null;
+        try {
+            connection = client.connect(StringCodec.UTF8);
+            StatefulRedisPubSubConnection<String, String> pubSub = client.connectPubSub(StringCodec.UTF8);
+            StatefulRedisClusterConnection<String, String> c = connection;
+            return new BatonClient(options, owned, connection, c::async, pubSub, true);
+        } catch (RuntimeException e) {
+            closeQuietly(connection, owned);
+            throw connectFailed(e, options);
+        }
+    }
+
+    private static RedisURI parse(String uri) {
+        try {
+            return RedisURI.create(uri);
+        } catch (RuntimeException e) {
+            // Lettuce's message may echo the URI, password included: do not pass it on.
+            throw new IllegalArgumentException("not a valid Redis URI (expected redis://, rediss:// or redis-sentinel://): "
+                    + redact(uri));
+        }
+    }
+
+    /** The URI without any user info, safe for messages and logs. */
+    static String redact(String uri) {
+        int at = uri.lastIndexOf('@');
+        int scheme = uri.indexOf("://");
+        return at > 0 && scheme >= 0 && at > scheme ? uri.substring(0, scheme + 3) + "***@" + uri.substring(at + 1) : uri;
+    }
+
+    private static RuntimeException connectFailed(RuntimeException e, BatonOptions options) {
+        if (e instanceof IllegalArgumentException) {
+            return e;
+        }
+        List<String> safe = new ArrayList<>();
+        options.redisUris().forEach(u -> safe.add(redact(u)));
+        return new RedisUnavailableException("cannot connect to Redis " + (safe.isEmpty() ? "(application's client)" : safe)
+                + ": " + CommandExecutor.unwrap(e).getMessage(), e);
+    }
+
+    private static void closeQuietly(StatefulConnection<?, ?> connection, AbstractRedisClient owned) {
+        try {
+            if (connection != null) {
+                connection.close();
+            }
+        } finally {
+            if (owned != null) {
+                owned.shutdown();
+            }
+        }
+    }
+
+    // ---- Baton ----------------------------------------------------------------------------
+
+    @Override
+    public BatonLock lock(String name) {
+        checkOpen();
+        return new RedisLock(this, name);
+    }
+
+    @Override
+    public String clientId() {
+        return clientId;
+    }
+
+    @Override
+    public BatonOptions options() {
+        return options;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        renewals.close();
+        pubSub.close();
+        leases.clear();
+        try {
+            pubSubConnection.close();
+            connection.close();
+        } catch (RuntimeException e) {
+            log.debug("closing connections failed", e);
+        } finally {
+            scheduler.close();
+            if (ownedClient != null) {
+                ownedClient.shutdown();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Baton{clientId=" + clientId + ", " + options + "}";
+    }
+
+    // ---- services for recipes --------------------------------------------------------------
+
+    void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("this Baton client is closed");
+        }
+    }
+
+    CommandExecutor executor() {
+        checkOpen();
+        return executor;
+    }
+
+    AcquireEngine engine() {
+        return engine;
+    }
+
+    Leases leases() {
+        return leases;
+    }
+
+    long watchdogMs() {
+        return options.watchdogTimeout().toMillis();
+    }
+
+    /** How many pub/sub channels this client is subscribed to (for tests). */
+    int subscribedChannels() {
+        return pubSub.channelCount();
+    }
+
+    /** How many leases the watchdog renews (for tests). */
+    int renewedLeases() {
+        return renewals.size();
+    }
+
+    private CompletableFuture<List<Boolean>> renew(List<Lease> batch, long leaseMs) {
+        List<String> keys = new ArrayList<>(batch.size());
+        List<String> args = new ArrayList<>(batch.size() + 1);
+        args.add(Long.toString(leaseMs));
+        for (Lease lease : batch) {
+            keys.add(lease.key);
+            args.add(lease.owner);
+        }
+        return executor.<List<Object>>eval(Script.LOCK_RENEW, CommandExecutor.Reply.ARRAY, keys, args)
+                .thenApply(reply -> {
+                    List<Boolean> renewed = new ArrayList<>(reply.size());
+                    for (Object flag : reply) {
+                        renewed.add(Long.valueOf(1L).equals(flag));
+                    }
+                    return renewed;
+                });
+    }
+}

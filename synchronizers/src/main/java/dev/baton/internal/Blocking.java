@@ -1,0 +1,103 @@
+package dev.baton.internal;
+
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The blocking API is a thin wait on the asynchronous one; these are its waits. They never use
+ * {@code synchronized}, so virtual threads unmount while they wait.
+ */
+final class Blocking {
+    private Blocking() {
+    }
+
+    /**
+     * Waits for a future whose completion is bounded (by the command timeout); an interrupt
+     * does not stop the wait but is restored afterwards.
+     */
+    static <T> T join(CompletableFuture<T> future) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return future.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    throw rethrow(e.getCause());
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Waits for an acquisition interruptibly: on interrupt the acquisition is cancelled, its
+     * clean-up (undo of a late grant, unsubscribe) is awaited for at most {@code cleanupNanos},
+     * and {@link InterruptedException} is thrown with the flag cleared.
+     */
+    static boolean awaitInterruptibly(AcquireEngine.Acquisition acquisition, long cleanupNanos)
+            throws InterruptedException {
+        try {
+            return acquisition.result().get();
+        } catch (InterruptedException e) {
+            // cancel(false) settles the race with a grant atomically: either the wait is
+            // cancelled (and a late grant is handed back by the engine) or it had succeeded.
+            if (!acquisition.result().cancel(false) && successfully(acquisition.result())) {
+                Thread.currentThread().interrupt();
+                return true;
+            }
+            awaitQuietly(acquisition.finished(), cleanupNanos);
+            throw e;
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause());
+        }
+    }
+
+    /** Waits for an acquisition without giving up on interrupt; the flag is restored. */
+    static boolean awaitUninterruptibly(AcquireEngine.Acquisition acquisition) {
+        return join(acquisition.result());
+    }
+
+    private static boolean successfully(CompletableFuture<Boolean> result) {
+        return !result.isCompletedExceptionally() && Boolean.TRUE.equals(result.getNow(false));
+    }
+
+    private static void awaitQuietly(CompletableFuture<?> future, long nanos) {
+        boolean interrupted = false;
+        long deadline = System.nanoTime() + nanos;
+        try {
+            while (true) {
+                try {
+                    future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    return;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException | TimeoutException | CancellationException e) {
+                    return;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static RuntimeException rethrow(Throwable cause) {
+        Throwable c = CommandExecutor.unwrap(cause);
+        if (c instanceof RuntimeException re) {
+            return re;
+        }
+        if (c instanceof Error err) {
+            throw err;
+        }
+        return new IllegalStateException(c);
+    }
+}

@@ -1,0 +1,226 @@
+package dev.baton.internal;
+
+import dev.baton.BatonException;
+import dev.baton.RedisUnavailableException;
+import dev.baton.WrongTypeException;
+import dev.baton.lua.Script;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.CommandOutput;
+import io.lettuce.core.output.IntegerOutput;
+import io.lettuce.core.output.NestedMultiOutput;
+import io.lettuce.core.protocol.AsyncCommand;
+import io.lettuce.core.protocol.Command;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
+import io.netty.buffer.ByteBuf;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+/*
+ * The command executor is the only class that sends commands to Redis. Everything a recipe
+ * does to Redis is either one Lua script from the lua-scripts catalog (every state change) or
+ * one plain read (EXISTS, HGET, PTTL, ...), and both pass through here so that three things
+ * are done once:
+ *
+ *  - Scripts go out as EVALSHA. A NOSCRIPT reply (after SCRIPT FLUSH, a restart or a
+ *    failover to a replica that never saw the script) means the script did not run, so it is
+ *    sent once more as EVAL, which also caches it on that server. Lettuce routes both by the
+ *    first key, so in a cluster the retry lands on the same slot owner.
+ *
+ *  - Every command is bounded by the configured timeout, whatever the Lettuce client's own
+ *    settings are (the application may own that client). A timed-out command may still run
+ *    later: callers that change state treat a timeout as "outcome unknown" and follow up with
+ *    an idempotent undo, never with a blind retry.
+ *
+ *  - Errors are translated into Baton's exception tree in one place: WRONGTYPE names the key,
+ *    timeouts and connection failures become RedisUnavailableException, anything else
+ *    Redis refuses becomes BatonException with Redis's own words.
+ *
+ * Scripts are dispatched as our own Command subclass that counts how often Lettuce wrote it to
+ * a socket. With auto-reconnect Lettuce re-sends commands whose replies were lost when a
+ * connection dropped ("at least once"), so a script can run twice while the caller sees one
+ * reply. Every Baton script is written to be harmless when run twice, and the count tells the
+ * lock's release whether a "nothing held" reply may be the echo of its own first run.
+ */
+final class CommandExecutor {
+
+    /** The reply shape a script returns. */
+    enum Reply {
+        /** An integer reply, as {@link Long}. */
+        INTEGER,
+        /** An array reply, as {@code List<Object>} of {@link Long}, {@link String} or lists. */
+        ARRAY
+    }
+
+    /** A script's reply together with whether the command may have run more than once. */
+    record Delivered<T>(T value, boolean resent) {
+    }
+
+    private final StatefulConnection<String, String> connection;
+    private final Supplier<RedisClusterAsyncCommands<String, String>> commands;
+    private final Scheduler scheduler;
+    private final long timeoutNanos;
+    private final Duration timeout;
+
+    CommandExecutor(StatefulConnection<String, String> connection,
+                    Supplier<RedisClusterAsyncCommands<String, String>> commands,
+                    Scheduler scheduler, Duration timeout) {
+        this.connection = connection;
+        this.commands = commands;
+        this.scheduler = scheduler;
+        this.timeout = timeout;
+        this.timeoutNanos = timeout.toNanos();
+    }
+
+    /** Runs a script and returns its reply. */
+    <T> CompletableFuture<T> eval(Script script, Reply reply, List<String> keys, List<String> args) {
+        return this.<T>evalTracked(script, reply, keys, args).thenApply(Delivered::value);
+    }
+
+    /** Runs a script and returns its reply and whether the command may have run twice. */
+    <T> CompletableFuture<Delivered<T>> evalTracked(Script script, Reply reply, List<String> keys, List<String> args) {
+        String what = script.fileName() + " on '" + keys.get(0) + "'";
+        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args)
+                .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
+                        ? dispatch(script, false, reply, keys, args)
+                        : CompletableFuture.failedFuture(e));
+        return bounded(sent, what, keys.get(0));
+    }
+
+    /**
+     * Runs one plain read command, e.g. {@code read("EXISTS", key, c -> c.exists(key))}.
+     * Reads are idempotent, so Lettuce's re-sending them is harmless.
+     */
+    <T> CompletableFuture<T> read(String command, String key,
+                                  Function<RedisClusterAsyncCommands<String, String>, RedisFuture<T>> call) {
+        CompletableFuture<T> sent;
+        try {
+            sent = call.apply(commands.get()).toCompletableFuture();
+        } catch (RuntimeException e) {
+            sent = CompletableFuture.failedFuture(e);
+        }
+        return bounded(sent, command + " on '" + key + "'", key);
+    }
+
+    /** Bounds any Redis future (also pub/sub ones) by the command timeout, translating errors. */
+    <T> CompletableFuture<T> bounded(CompletableFuture<T> sent, String what, String key) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        Scheduler.Cancellable timer = scheduler.schedule(() -> result.completeExceptionally(
+                new RedisUnavailableException("Redis did not answer " + what + " within " + timeout
+                        + " (BatonOptions.commandTimeout)", null)), timeoutNanos, TimeUnit.NANOSECONDS);
+        sent.whenComplete((value, error) -> {
+            timer.cancel();
+            if (error == null) {
+                result.complete(value);
+            } else {
+                result.completeExceptionally(translate(error, what, key));
+            }
+        });
+        return result;
+    }
+
+    /** The configured command timeout. */
+    Duration timeout() {
+        return timeout;
+    }
+
+    private <T> CompletableFuture<Delivered<T>> dispatch(Script script, boolean bySha, Reply reply,
+                                                        List<String> keys, List<String> args) {
+        CommandArgs<String, String> commandArgs = new CommandArgs<>(StringCodec.UTF8)
+                .add(bySha ? script.sha1() : script.text())
+                .add(keys.size());
+        for (String key : keys) {
+            commandArgs.addKey(key);
+        }
+        for (String arg : args) {
+            commandArgs.addValue(arg);
+        }
+        CountingCommand<T> command = new CountingCommand<>(bySha ? CommandType.EVALSHA : CommandType.EVAL,
+                output(reply), commandArgs);
+        AsyncCommand<String, String, T> async = new AsyncCommand<>(command);
+        try {
+            connection.dispatch(async);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return async.thenApply(value -> new Delivered<>(value, command.writes() > 1));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> CommandOutput<String, String, T> output(Reply reply) {
+        return switch (reply) {
+            case INTEGER -> (CommandOutput<String, String, T>) new IntegerOutput<>(StringCodec.UTF8);
+            case ARRAY -> (CommandOutput<String, String, T>) new NestedMultiOutput<>(StringCodec.UTF8);
+        };
+    }
+
+    static Throwable unwrap(Throwable e) {
+        while (e instanceof CompletionException && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    /** Maps a Lettuce or I/O failure into Baton's exception tree; Baton's own pass through. */
+    static RuntimeException translate(Throwable error, String what, String key) {
+        Throwable e = unwrap(error);
+        if (e instanceof BatonException be) {
+            return be;
+        }
+        if (e instanceof RedisCommandExecutionException ree) {
+            String message = String.valueOf(ree.getMessage());
+            if (message.contains("WRONGTYPE")) {
+                return new WrongTypeException(key, "Redis key '" + key + "' holds a value of another type than "
+                        + "this synchronizer uses; Baton leaves it untouched (" + what + ": " + message + ")", ree);
+            }
+            return new BatonException("Redis refused " + what + ": " + message, ree);
+        }
+        if (e instanceof RedisCommandTimeoutException || e instanceof RedisConnectionException
+                || e instanceof IOException
+                || (e instanceof RedisException && e.getCause() instanceof IOException)) {
+            return new RedisUnavailableException("Redis is unreachable, " + what + " failed: " + e.getMessage(), e);
+        }
+        if (e instanceof RedisException re) {
+            return new RedisUnavailableException("Redis connection failed during " + what + ": " + re.getMessage(), re);
+        }
+        if (e instanceof RuntimeException re) {
+            return re;
+        }
+        return new BatonException(what + " failed: " + e, e);
+    }
+
+    /** A Lettuce command that counts how many times it was written to a connection. */
+    private static final class CountingCommand<T> extends Command<String, String, T> {
+        private final AtomicInteger writes = new AtomicInteger();
+
+        CountingCommand(CommandType type, CommandOutput<String, String, T> output, CommandArgs<String, String> args) {
+            super(type, output, args);
+        }
+
+        @Override
+        public void encode(ByteBuf buf) {
+            writes.incrementAndGet();
+            super.encode(buf);
+        }
+
+        int writes() {
+            return writes.get();
+        }
+    }
+}

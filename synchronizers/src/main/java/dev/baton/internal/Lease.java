@@ -1,0 +1,34 @@
+package dev.baton.internal;
+
+/**
+ * What this client knows about one owner's hold on one lock: how many times the owner holds it
+ * (the count the scripts compare against, which makes re-sent commands harmless), the lease the
+ * holds were taken with, and whether the watchdog keeps it alive. Redis stays the truth; this
+ * is only what the client needs to renew and to release.
+ *
+ * <p>The hold count is only written by the owner's own operations, which run one after
+ * another; the renewal thread only reads {@link #key} and {@link #owner} and writes
+ * {@link #lastRenewedNanos}.
+ */
+final class Lease {
+    final String key;
+    final String owner;
+    volatile int holds;
+    volatile long leaseMs;
+    volatile boolean watchdog;
+    volatile long lastRenewedNanos;
+
+    Lease(String key, String owner, int holds, long leaseMs, boolean watchdog, long nowNanos) {
+        this.key = key;
+        this.owner = owner;
+        this.holds = holds;
+        this.leaseMs = leaseMs;
+        this.watchdog = watchdog;
+        this.lastRenewedNanos = nowNanos;
+    }
+
+    @Override
+    public String toString() {
+        return "Lease{" + key + " by " + owner + ", holds=" + holds + (watchdog ? ", watchdog" : ", lease=" + leaseMs + "ms") + "}";
+    }
+}

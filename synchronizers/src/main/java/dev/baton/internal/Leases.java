@@ -1,0 +1,119 @@
+package dev.baton.internal;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.baton.LeaseLostListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The client's table of held leases, keyed by (Redis key, owner id), and the memory of leases
+ * that were lost. A lost lease is moved out of the live table into a bounded, expiring Caffeine
+ * cache so that the owner's next unlock can say "your lease was lost" rather than "you never
+ * held this", without keeping entries forever for owners that never call unlock again.
+ */
+final class Leases {
+    private static final Logger log = LoggerFactory.getLogger(Leases.class);
+
+    /** How long a lost lease is remembered for the owner's next unlock. */
+    static final Duration LOST_MEMORY = Duration.ofMinutes(10);
+
+    private record Key(String key, String owner) {
+    }
+
+    private final ConcurrentHashMap<Key, Lease> live = new ConcurrentHashMap<>();
+    private final Cache<Key, String> lost = Caffeine.newBuilder()
+            .expireAfterWrite(LOST_MEMORY)
+            .maximumSize(10_000)
+            .build();
+    private final Scheduler scheduler;
+    private final LeaseLostListener listener;
+    private volatile RenewalRegistry registry;
+
+    Leases(Scheduler scheduler, LeaseLostListener listener) {
+        this.scheduler = scheduler;
+        this.listener = listener;
+    }
+
+    void attach(RenewalRegistry registry) {
+        this.registry = registry;
+    }
+
+    /** The owner's live lease on {@code key}, or {@code null}. */
+    Lease get(String key, String owner) {
+        return live.get(new Key(key, owner));
+    }
+
+    /** How many holds the owner has on {@code key} as far as this client knows. */
+    int holds(String key, String owner) {
+        Lease lease = get(key, owner);
+        return lease == null ? 0 : lease.holds;
+    }
+
+    /** Records a grant that leaves the owner with {@code holds} holds. */
+    Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog) {
+        Key k = new Key(key, owner);
+        lost.invalidate(k);
+        Lease lease = live.get(k);
+        if (lease == null) {
+            lease = new Lease(key, owner, holds, leaseMs, watchdog, scheduler.nanoTime());
+            live.put(k, lease);
+            if (watchdog) {
+                registry.register(lease);
+            }
+            return lease;
+        }
+        lease.holds = holds;
+        lease.leaseMs = leaseMs;
+        if (watchdog && !lease.watchdog) {
+            lease.watchdog = true;
+            registry.register(lease);
+        }
+        return lease;
+    }
+
+    /**
+     * Forgets a lease before its last hold is released (or when Redis says it is gone), and
+     * stops renewing it.
+     */
+    void remove(Lease lease) {
+        live.remove(new Key(lease.key, lease.owner), lease);
+        registry.unregister(lease);
+    }
+
+    /** Returns and forgets why the owner's lease on {@code key} was lost, or {@code null}. */
+    String takeLostReason(String key, String owner) {
+        Key k = new Key(key, owner);
+        String reason = lost.getIfPresent(k);
+        if (reason != null) {
+            lost.invalidate(k);
+        }
+        return reason;
+    }
+
+    /** The renewal registry found a lease gone: move it to the lost memory and say so loudly. */
+    void lost(Lease lease, String reason) {
+        Key k = new Key(lease.key, lease.owner);
+        if (!live.remove(k, lease)) {
+            return;
+        }
+        lost.put(k, reason);
+        log.warn("Lease lost: lock '{}' held by {}: {}", lease.key, lease.owner, reason);
+        if (listener != null) {
+            try {
+                listener.leaseLost(lease.key, lease.owner, reason);
+            } catch (RuntimeException e) {
+                log.warn("LeaseLostListener threw", e);
+            }
+        }
+    }
+
+    /** Forgets everything (the client is closing). */
+    void clear() {
+        live.clear();
+        lost.invalidateAll();
+    }
+}

@@ -1,0 +1,38 @@
+package dev.baton.internal;
+
+import java.util.Objects;
+
+/**
+ * The one place that spells Redis key and channel names. Helper keys and channels wrap the
+ * synchronizer's name in a hash tag, {@code prefix:{name}}, so that every key of one
+ * synchronizer lands in one Redis Cluster slot; a name that already contains {@code '{'} is
+ * used as it is. This matches Redisson, so both clients meet on the same channels.
+ */
+final class Names {
+    private Names() {
+    }
+
+    /** Checks a user-supplied synchronizer name. */
+    static String requireName(String name) {
+        Objects.requireNonNull(name, "name");
+        if (name.isBlank()) {
+            throw new IllegalArgumentException("name must not be blank");
+        }
+        return name;
+    }
+
+    /** {@code name} inside a hash tag, unless it already has one. */
+    static String hashTagged(String name) {
+        return name.contains("{") ? name : "{" + name + "}";
+    }
+
+    /** The reentrant lock's pub/sub channel: {@code redisson_lock__channel:{name}}. */
+    static String lockChannel(String name) {
+        return "redisson_lock__channel:" + hashTagged(name);
+    }
+
+    /** An owner id as stored in Redis: {@code <clientId>:<ownerId>}. */
+    static String owner(String clientId, long ownerId) {
+        return clientId + ":" + ownerId;
+    }
+}

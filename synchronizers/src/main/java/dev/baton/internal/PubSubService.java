@@ -1,0 +1,204 @@
+package dev.baton.internal;
+
+import io.lettuce.core.pubsub.RedisPubSubAdapter;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.function.ToIntFunction;
+
+/*
+ * The pub/sub service shares one subscription connection among every waiter of a client.
+ * Channels are reference-counted: the first waiter on a channel sends SUBSCRIBE, the last one
+ * to leave sends UNSUBSCRIBE. Both are sent while holding the map's monitor, which never waits
+ * on I/O (Lettuce only queues the command), so SUBSCRIBE and UNSUBSCRIBE of one channel reach
+ * Redis in the order the map decided them, and the server's state always ends up matching the
+ * map.
+ *
+ * A message wakes waiters according to the channel's wake rule: a lock release wakes one, a
+ * latch reaching zero wakes all. Waking means ringing a Waiter; the waiter then tries its
+ * script again, so a message is only ever a hint and Redis stays the truth.
+ *
+ * Messages can be lost (the pub/sub connection dropped, a failover happened). Two things keep
+ * that from hanging anyone: each parked waiter also has a timer at the holder's remaining TTL
+ * and at its own deadline, and when Lettuce re-subscribes a channel after a reconnect every
+ * waiter on it is woken to re-check, since whatever was published meanwhile is gone.
+ */
+final class PubSubService implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(PubSubService.class);
+
+    /** How many waiters a message wakes. */
+    static final ToIntFunction<String> WAKE_ONE = message -> 1;
+    /** Wake every waiter on the channel. */
+    static final ToIntFunction<String> WAKE_ALL = message -> Integer.MAX_VALUE;
+
+    private final StatefulRedisPubSubConnection<String, String> connection;
+    private final CommandExecutor executor;
+    private final Map<String, Channel> channels = new HashMap<>();
+    private boolean closed;
+
+    PubSubService(StatefulRedisPubSubConnection<String, String> connection, CommandExecutor executor) {
+        this.connection = connection;
+        this.executor = executor;
+        connection.addListener(new RedisPubSubAdapter<>() {
+            @Override
+            public void message(String channel, String message) {
+                onMessage(channel, message);
+            }
+
+            @Override
+            public void subscribed(String channel, long count) {
+                onSubscribed(channel);
+            }
+        });
+    }
+
+    /**
+     * Registers a waiter on a channel, subscribing if it is the channel's first.
+     *
+     * @param wakeRule how many waiters a message on this channel wakes
+     */
+    Subscription subscribe(String channelName, ToIntFunction<String> wakeRule) {
+        Waiter waiter = new Waiter();
+        synchronized (channels) {
+            if (closed) {
+                throw new IllegalStateException("Baton client is closed");
+            }
+            Channel channel = channels.get(channelName);
+            if (channel == null) {
+                channel = new Channel(channelName, wakeRule);
+                channels.put(channelName, channel);
+                CompletableFuture<Void> sent = connection.async().subscribe(channelName).toCompletableFuture();
+                Channel subscribing = channel;
+                channel.ready = executor.bounded(sent, "SUBSCRIBE " + channelName, channelName)
+                        .whenComplete((ok, error) -> subscribing.confirmed = error == null);
+            }
+            channel.waiters.add(waiter);
+            return new Subscription(channel, waiter);
+        }
+    }
+
+    /** How many channels this client is subscribed to now (for tests and inspection). */
+    int channelCount() {
+        synchronized (channels) {
+            return channels.size();
+        }
+    }
+
+    private void onMessage(String channelName, String message) {
+        Channel channel;
+        synchronized (channels) {
+            channel = channels.get(channelName);
+        }
+        if (channel != null) {
+            channel.wake(channel.wakeRule.applyAsInt(message));
+        }
+    }
+
+    private void onSubscribed(String channelName) {
+        Channel channel;
+        synchronized (channels) {
+            channel = channels.get(channelName);
+        }
+        if (channel != null && channel.confirmed) {
+            // A re-subscription after a reconnect: messages sent meanwhile are lost, re-check.
+            log.debug("re-subscribed to {} after a reconnect; waking its waiters to re-check", channelName);
+            channel.wake(Integer.MAX_VALUE);
+        }
+    }
+
+    private CompletableFuture<Void> leave(Channel channel, Waiter waiter) {
+        synchronized (channels) {
+            channel.waiters.remove(waiter);
+            if (waiter.hasPendingSignal()) {
+                // The leaver was woken but will not act on it: pass the wake-up on.
+                channel.wake(1);
+            }
+            if (!channel.waiters.isEmpty() || channels.get(channel.name) != channel) {
+                return CompletableFuture.completedFuture(null);
+            }
+            channels.remove(channel.name);
+            if (closed) {
+                return CompletableFuture.completedFuture(null);
+            }
+            CompletableFuture<Void> sent = connection.async().unsubscribe(channel.name).toCompletableFuture();
+            return executor.bounded(sent, "UNSUBSCRIBE " + channel.name, channel.name)
+                    .exceptionally(e -> {
+                        log.debug("UNSUBSCRIBE {} failed; the channel stays subscribed until reconnect", channel.name, e);
+                        return null;
+                    });
+        }
+    }
+
+    /** Wakes every waiter (they re-check) and stops accepting new ones. */
+    @Override
+    public void close() {
+        synchronized (channels) {
+            closed = true;
+            for (Channel channel : channels.values()) {
+                channel.wake(Integer.MAX_VALUE);
+            }
+            channels.clear();
+        }
+    }
+
+    /** One waiter's registration on a channel; {@link #close()} leaves it. */
+    final class Subscription {
+        private final Channel channel;
+        private final Waiter waiter;
+        private boolean left;
+
+        private Subscription(Channel channel, Waiter waiter) {
+            this.channel = channel;
+            this.waiter = waiter;
+        }
+
+        /** Completes when the channel's SUBSCRIBE is confirmed by Redis. */
+        CompletableFuture<Void> ready() {
+            return channel.ready;
+        }
+
+        Waiter waiter() {
+            return waiter;
+        }
+
+        /** Leaves the channel; completes when any UNSUBSCRIBE it caused is confirmed. */
+        CompletableFuture<Void> close() {
+            synchronized (this) {
+                if (left) {
+                    return CompletableFuture.completedFuture(null);
+                }
+                left = true;
+            }
+            return leave(channel, waiter);
+        }
+    }
+
+    private static final class Channel {
+        final String name;
+        final ToIntFunction<String> wakeRule;
+        final ConcurrentLinkedDeque<Waiter> waiters = new ConcurrentLinkedDeque<>();
+        volatile CompletableFuture<Void> ready;
+        volatile boolean confirmed;
+
+        Channel(String name, ToIntFunction<String> wakeRule) {
+            this.name = name;
+            this.wakeRule = wakeRule;
+        }
+
+        /** Rings up to {@code count} waiters that have no ring pending, oldest first. */
+        void wake(int count) {
+            int woken = 0;
+            for (Iterator<Waiter> it = waiters.iterator(); it.hasNext() && woken < count; ) {
+                if (it.next().signal()) {
+                    woken++;
+                }
+            }
+        }
+    }
+}

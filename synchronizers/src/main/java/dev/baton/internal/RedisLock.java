@@ -1,0 +1,367 @@
+package dev.baton.internal;
+
+import dev.baton.BatonLock;
+import dev.baton.LeaseLostException;
+import dev.baton.LockHold;
+import dev.baton.lua.Script;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/*
+ * The reentrant lock recipe: Redisson's layout (a HASH at the name, owner id -> hold count,
+ * release announced with "0" on redisson_lock__channel:{name}), Baton's scripts, and the
+ * shared acquire engine for waiting.
+ *
+ * Hold counts are passed to the scripts. The acquire says "I believe I hold h"; the release
+ * says "I believe I hold h". A re-sent copy of either finds the count already moved by one and
+ * changes nothing, so a lost reply followed by Lettuce's re-send never adds a phantom hold and
+ * never takes away a hold twice. That costs no extra key and no extra round trip: lock()
+ * followed by unlock() is exactly two script calls.
+ *
+ * The one case the count cannot settle is a re-sent *final* release: the first copy deleted
+ * the lock, so the second finds nothing, exactly as if the lease had expired. The executor
+ * reports whether the command was written more than once; if it was, "nothing held" is taken
+ * as our own release having landed. The remaining blind spot (a lease that expired just
+ * before an unlock whose reply was lost) is documented in docs/guarantees.md.
+ *
+ * When an acquire gets no reply at all (timeout), it may still run later. The engine then
+ * calls abandonUnknown(), which sends a release that expects h + 1 holds: if the acquire ran,
+ * the release undoes it; if it did not, the release finds h holds and changes nothing. Both go
+ * over the same connection, so the undo can never overtake the acquire.
+ */
+final class RedisLock implements BatonLock {
+    private static final Logger log = LoggerFactory.getLogger(RedisLock.class);
+    private static final String UNLOCK_MESSAGE = "0";
+
+    private final BatonClient client;
+    private final String name;
+    private final String channel;
+    private final List<String> keys;
+    private final List<String> releaseKeys;
+
+    RedisLock(BatonClient client, String name) {
+        this.client = client;
+        this.name = Names.requireName(name);
+        this.channel = Names.lockChannel(name);
+        this.keys = List.of(name);
+        this.releaseKeys = List.of(name, channel);
+    }
+
+    @Override
+    public String getName() {
+        return name;
+    }
+
+    // ---- blocking API ----------------------------------------------------------------------
+
+    @Override
+    public void lock() {
+        Blocking.awaitUninterruptibly(start(-1, watchdog(), ownerOfCurrentThread()));
+    }
+
+    @Override
+    public void lock(long leaseTime, TimeUnit unit) {
+        Blocking.awaitUninterruptibly(start(-1, leaseMs(leaseTime, unit), ownerOfCurrentThread()));
+    }
+
+    @Override
+    public void lockInterruptibly() throws InterruptedException {
+        lockInterruptiblyFor(watchdog());
+    }
+
+    @Override
+    public void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
+        lockInterruptiblyFor(leaseMs(leaseTime, unit));
+    }
+
+    private void lockInterruptiblyFor(LeaseRequest lease) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        Blocking.awaitInterruptibly(start(-1, lease, ownerOfCurrentThread()), cleanupNanos());
+    }
+
+    @Override
+    public boolean tryLock() {
+        return Blocking.awaitUninterruptibly(start(0, watchdog(), ownerOfCurrentThread()));
+    }
+
+    @Override
+    public boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException {
+        return tryLockFor(waitNanos(waitTime, unit), watchdog());
+    }
+
+    @Override
+    public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        return tryLockFor(waitNanos(waitTime, unit), leaseMs(leaseTime, unit));
+    }
+
+    private boolean tryLockFor(long waitNanos, LeaseRequest lease) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        return Blocking.awaitInterruptibly(start(waitNanos, lease, ownerOfCurrentThread()), cleanupNanos());
+    }
+
+    @Override
+    public void unlock() {
+        Blocking.join(release(ownerOfCurrentThread()));
+    }
+
+    @Override
+    public LockHold acquire() {
+        long owner = ownerOfCurrentThread();
+        lock();
+        return new Hold(owner);
+    }
+
+    @Override
+    public LockHold acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
+        long owner = ownerOfCurrentThread();
+        lockInterruptibly(leaseTime, unit);
+        return new Hold(owner);
+    }
+
+    @Override
+    public boolean forceUnlock() {
+        return Blocking.join(forceUnlockAsync().toCompletableFuture());
+    }
+
+    @Override
+    public boolean isLocked() {
+        return Blocking.join(isLockedAsync().toCompletableFuture());
+    }
+
+    @Override
+    public boolean isHeldByCurrentThread() {
+        return isHeldByThread(ownerOfCurrentThread());
+    }
+
+    @Override
+    public boolean isHeldByThread(long ownerId) {
+        String owner = owner(ownerId);
+        return Blocking.join(client.executor().read("HEXISTS", name, c -> c.hexists(name, owner)));
+    }
+
+    @Override
+    public int getHoldCount() {
+        String owner = owner(ownerOfCurrentThread());
+        String count = Blocking.join(client.executor().read("HGET", name, c -> c.hget(name, owner)));
+        return count == null ? 0 : Integer.parseInt(count);
+    }
+
+    @Override
+    public long remainTimeToLive() {
+        client.checkOpen();
+        return Blocking.join(client.executor().read("PTTL", name, c -> c.pttl(name)));
+    }
+
+    // ---- asynchronous API ------------------------------------------------------------------
+
+    @Override
+    public CompletionStage<Void> lockAsync(long ownerId) {
+        return start(-1, watchdog(), ownerId).result().thenApply(granted -> null);
+    }
+
+    @Override
+    public CompletionStage<Void> lockAsync(long leaseTime, TimeUnit unit, long ownerId) {
+        return start(-1, leaseMs(leaseTime, unit), ownerId).result().thenApply(granted -> null);
+    }
+
+    @Override
+    public CompletionStage<Boolean> tryLockAsync(long ownerId) {
+        return start(0, watchdog(), ownerId).result();
+    }
+
+    @Override
+    public CompletionStage<Boolean> tryLockAsync(long waitTime, TimeUnit unit, long ownerId) {
+        return start(waitNanos(waitTime, unit), watchdog(), ownerId).result();
+    }
+
+    @Override
+    public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
+        return start(waitNanos(waitTime, unit), leaseMs(leaseTime, unit), ownerId).result();
+    }
+
+    @Override
+    public CompletionStage<Void> unlockAsync(long ownerId) {
+        return release(ownerId);
+    }
+
+    @Override
+    public CompletionStage<Boolean> forceUnlockAsync() {
+        client.checkOpen();
+        return client.executor().<Long>eval(Script.LOCK_FORCE_UNLOCK, CommandExecutor.Reply.INTEGER,
+                releaseKeys, List.of(UNLOCK_MESSAGE)).thenApply(deleted -> deleted == 1L);
+    }
+
+    @Override
+    public CompletionStage<Boolean> isLockedAsync() {
+        client.checkOpen();
+        return client.executor().read("EXISTS", name, c -> c.exists(name)).thenApply(n -> n > 0);
+    }
+
+    // ---- the recipe ------------------------------------------------------------------------
+
+    /** A requested lease: watchdog mode, or a fixed time in milliseconds. */
+    private record LeaseRequest(boolean watchdog, long ms) {
+    }
+
+    private LeaseRequest watchdog() {
+        return new LeaseRequest(true, client.watchdogMs());
+    }
+
+    private static LeaseRequest leaseMs(long leaseTime, TimeUnit unit) {
+        java.util.Objects.requireNonNull(unit, "unit");
+        if (leaseTime <= 0) {
+            throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime + " " + unit
+                    + " (omit it for a watchdog-renewed lock)");
+        }
+        return new LeaseRequest(false, Math.max(1, unit.toMillis(leaseTime)));
+    }
+
+    private static long waitNanos(long waitTime, TimeUnit unit) {
+        java.util.Objects.requireNonNull(unit, "unit");
+        if (waitTime < 0) {
+            throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime + " " + unit);
+        }
+        return unit.toNanos(waitTime);
+    }
+
+    private static long ownerOfCurrentThread() {
+        return Thread.currentThread().getId();
+    }
+
+    private String owner(long ownerId) {
+        return Names.owner(client.clientId(), ownerId);
+    }
+
+    private long cleanupNanos() {
+        return 2 * client.executor().timeout().toNanos();
+    }
+
+    private AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
+        client.checkOpen();
+        return client.engine().acquire(new LockAttempt(owner(ownerId), lease), channel, PubSubService.WAKE_ONE, waitNanos);
+    }
+
+    /** One acquisition's attempts; remembers the hold count it last asked with. */
+    private final class LockAttempt implements AcquireEngine.Attempt {
+        private final String owner;
+        private final LeaseRequest lease;
+        private int heldBefore;
+
+        LockAttempt(String owner, LeaseRequest lease) {
+            this.owner = owner;
+            this.lease = lease;
+        }
+
+        @Override
+        public CompletableFuture<AcquireEngine.Outcome> attempt() {
+            heldBefore = client.leases().holds(name, owner);
+            return client.executor().<List<Object>>eval(Script.LOCK_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
+                            List.of(Long.toString(lease.ms()), owner, Integer.toString(heldBefore)))
+                    .thenApply(reply -> {
+                        long value = (Long) reply.get(1);
+                        if ((Long) reply.get(0) == 1L) {
+                            client.leases().granted(name, owner, (int) value, lease.ms(), lease.watchdog());
+                            return AcquireEngine.Outcome.GRANTED;
+                        }
+                        return new AcquireEngine.Outcome(false, value);
+                    });
+        }
+
+        @Override
+        public CompletableFuture<?> abandonUnknown() {
+            // Undo the acquire if it ran: a release that expects one hold more than we had.
+            return sendRelease(owner, heldBefore + 1, lease.ms())
+                    .whenComplete((r, e) -> log.debug("undo of an unanswered acquire of '{}' by {}: {}", name, owner,
+                            e == null ? "reply " + r.value() : e.toString()));
+        }
+
+        @Override
+        public CompletableFuture<?> releaseGranted() {
+            return release(owner).exceptionally(e -> {
+                log.debug("giving back a late grant of '{}' by {} failed", name, owner, e);
+                return null;
+            });
+        }
+    }
+
+    private CompletableFuture<Void> release(long ownerId) {
+        client.checkOpen();
+        return release(owner(ownerId));
+    }
+
+    private CompletableFuture<Void> release(String owner) {
+        Lease lease = client.leases().get(name, owner);
+        if (lease == null) {
+            String reason = client.leases().takeLostReason(name, owner);
+            return CompletableFuture.failedFuture(reason != null
+                    ? leaseLost(owner, reason)
+                    : new IllegalMonitorStateException("lock '" + name + "' is not held by owner " + owner));
+        }
+        int heldBefore = lease.holds;
+        if (heldBefore <= 1) {
+            // Stop renewing before the release is sent, so a renewal racing with it cannot
+            // find the lock gone and report a loss that did not happen.
+            client.leases().remove(lease);
+        } else {
+            lease.holds = heldBefore - 1;
+        }
+        return sendRelease(owner, heldBefore, lease.leaseMs).thenApply(delivered -> {
+            long left = delivered.value();
+            if (left >= 0) {
+                return null;
+            }
+            client.leases().remove(lease);
+            if (heldBefore == 1 && delivered.resent()) {
+                log.debug("release of '{}' by {} was re-sent after a lost reply; its first copy released it", name, owner);
+                return null;
+            }
+            throw leaseLost(owner, "its lease expired or the lock was deleted before unlock");
+        });
+    }
+
+    private CompletableFuture<CommandExecutor.Delivered<Long>> sendRelease(String owner, int heldBefore, long leaseMs) {
+        return client.executor().evalTracked(Script.LOCK_RELEASE, CommandExecutor.Reply.INTEGER, releaseKeys,
+                List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), UNLOCK_MESSAGE));
+    }
+
+    private LeaseLostException leaseLost(String owner, String reason) {
+        return new LeaseLostException(name, "lock '" + name + "' was held by " + owner + " but its lease was lost: " + reason);
+    }
+
+    @Override
+    public String toString() {
+        return "BatonLock{" + name + "}";
+    }
+
+    /** try-with-resources handle for one hold. */
+    private final class Hold implements LockHold {
+        private final long ownerId;
+        private final AtomicBoolean closed = new AtomicBoolean();
+
+        Hold(long ownerId) {
+            this.ownerId = ownerId;
+        }
+
+        @Override
+        public String lockName() {
+            return name;
+        }
+
+        @Override
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                Blocking.join(release(ownerId));
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+package dev.baton.internal;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The seam for time: every timeout, park deadline and renewal tick goes through one of these,
+ * so time-dependent logic can be driven by a test without sleeping.
+ */
+interface Scheduler {
+
+    /** A monotonic clock in nanoseconds, like {@link System#nanoTime()}. */
+    long nanoTime();
+
+    /** Runs {@code task} once after {@code delay}; the task must be short and never block. */
+    Cancellable schedule(Runnable task, long delay, TimeUnit unit);
+
+    /** A scheduled task that may be cancelled. */
+    interface Cancellable {
+        /** Cancels the task if it has not run yet. */
+        void cancel();
+    }
+}

@@ -1,0 +1,52 @@
+package dev.baton.internal;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One waiting acquisition's doorbell. A pub/sub message rings it ({@link #signal()}); the
+ * acquisition {@link #park() parks} on it between attempts. A ring that arrives while the
+ * acquisition is busy with an attempt is kept, so the next park returns at once: no wake-up is
+ * lost, at the price of an occasional extra attempt.
+ */
+final class Waiter {
+    private final AtomicBoolean pending = new AtomicBoolean();
+    private volatile CompletableFuture<Void> parked;
+
+    /**
+     * Rings the bell.
+     *
+     * @return {@code true} if this ring is new, {@code false} if one was already pending (so the
+     *         caller may ring someone else instead)
+     */
+    boolean signal() {
+        if (!pending.compareAndSet(false, true)) {
+            return false;
+        }
+        CompletableFuture<Void> p = parked;
+        if (p != null) {
+            p.complete(null);
+        }
+        return true;
+    }
+
+    /** Whether a ring is pending that nobody has consumed yet. */
+    boolean hasPendingSignal() {
+        return pending.get();
+    }
+
+    /** A future completed by the next ring (at once if one is pending). */
+    CompletableFuture<Void> park() {
+        CompletableFuture<Void> p = new CompletableFuture<>();
+        parked = p;
+        if (pending.get()) {
+            p.complete(null);
+        }
+        return p;
+    }
+
+    /** Clears the pending ring before the next attempt; rings after this are kept. */
+    void consume() {
+        pending.set(false);
+    }
+}

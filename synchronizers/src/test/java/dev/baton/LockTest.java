@@ -1,0 +1,291 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The reentrant lock's contract, with two clients on one real Redis. */
+@ExtendWith(RedisExtension.class)
+class LockTest {
+    private static final Duration NO_HANG = Duration.ofSeconds(20);
+
+    private final RedisServer redis;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Baton a;
+    private Baton b;
+
+    LockTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        a = clients.open(redis);
+        b = clients.open(redis);
+    }
+
+    @AfterEach
+    void close() {
+        threads.shutdownNow();
+        clients.close();
+    }
+
+    private String owner(Baton baton, long threadId) {
+        return baton.clientId() + ":" + threadId;
+    }
+
+    @Test
+    void lockIsExclusiveAcrossClientsAndStoredRedissonStyle() throws Exception {
+        BatonLock lock = a.lock("orders");
+        lock.lock();
+        assertEquals("1", redis.command("HGET", "orders", owner(a, Thread.currentThread().getId())));
+        long ttl = (Long) redis.command("PTTL", "orders");
+        assertTrue(ttl > 20_000 && ttl <= 30_000, "watchdog lease, ttl " + ttl);
+        assertFalse(threads.submit(() -> b.lock("orders").tryLock()).get());
+        assertTrue(lock.isLocked());
+        assertTrue(b.lock("orders").isLocked());
+        assertTrue(lock.isHeldByCurrentThread());
+        assertFalse(threads.submit(() -> a.lock("orders").isHeldByCurrentThread()).get());
+        lock.unlock();
+        assertEquals(0L, redis.command("EXISTS", "orders"));
+        assertTrue(threads.submit(() -> b.lock("orders").tryLock()).get());
+    }
+
+    @Test
+    void reentrantHoldsAreCountedAndReleasedOneByOne() {
+        BatonLock lock = a.lock("reentrant");
+        lock.lock();
+        lock.lock();
+        assertTrue(lock.tryLock());
+        assertEquals(3, lock.getHoldCount());
+        lock.unlock();
+        lock.unlock();
+        assertEquals(1, lock.getHoldCount());
+        assertTrue(lock.isLocked());
+        lock.unlock();
+        assertEquals(0, lock.getHoldCount());
+        assertFalse(lock.isLocked());
+    }
+
+    @Test
+    void aWaiterIsWokenByTheReleaseNotByTheLease() throws Exception {
+        BatonLock held = a.lock("handoff");
+        held.lock(); // watchdog lease: 30 s, far beyond this test's bound
+        Future<Boolean> waiter = threads.submit(() -> b.lock("handoff").tryLock(15, TimeUnit.SECONDS));
+        awaitSubscribers("redisson_lock__channel:{handoff}", 1);
+        held.unlock();
+        assertTrue(waiter.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void tryLockTimesOutWithoutLeavingASubscription() throws Exception {
+        a.lock("busy").lock();
+        assertFalse(threads.submit(() -> b.lock("busy").tryLock(200, TimeUnit.MILLISECONDS)).get());
+        assertEquals(0L, subscribers("redisson_lock__channel:{busy}"));
+    }
+
+    @Test
+    void aLeaseExpiresWithoutRenewal() throws Exception {
+        BatonLock lock = a.lock("leased");
+        lock.lock(300, TimeUnit.MILLISECONDS);
+        long ttl = (Long) redis.command("PTTL", "leased");
+        assertTrue(ttl > 0 && ttl <= 300, "ttl " + ttl);
+        assertTrue(threads.submit(() -> b.lock("leased").tryLock(10, TimeUnit.SECONDS)).get());
+        LeaseLostException lost = assertThrows(LeaseLostException.class, lock::unlock);
+        assertEquals("leased", lost.lockName());
+    }
+
+    @Test
+    void unlockWithoutHoldingIsIllegalMonitorState() {
+        BatonLock lock = a.lock("never");
+        IllegalMonitorStateException e = assertThrows(IllegalMonitorStateException.class, lock::unlock);
+        assertFalse(e instanceof LeaseLostException, "never held is not a lost lease");
+        assertTrue(e.getMessage().contains("never"), e.getMessage());
+    }
+
+    @Test
+    void forceUnlockFreesTheLockAndTheFormerHolderLearnsItLostTheLease() throws Exception {
+        BatonLock lock = a.lock("forced");
+        lock.lock();
+        assertTrue(b.lock("forced").forceUnlock());
+        assertFalse(b.lock("forced").forceUnlock());
+        assertTrue(threads.submit(() -> b.lock("forced").tryLock()).get());
+        assertThrows(LeaseLostException.class, lock::unlock);
+    }
+
+    @Test
+    void tryWithResourcesReleases() {
+        BatonLock lock = a.lock("scoped");
+        try (LockHold held = lock.acquire()) {
+            assertEquals("scoped", held.lockName());
+            assertTrue(lock.isHeldByCurrentThread());
+        }
+        assertFalse(lock.isLocked());
+    }
+
+    @Test
+    void asyncOwnerMayLockOnOneThreadAndUnlockOnAnother() throws Exception {
+        BatonLock lock = a.lock("async");
+        long ownerId = 4242;
+        lock.lockAsync(ownerId).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertTrue(lock.isHeldByThread(ownerId));
+        assertFalse(lock.tryLockAsync(99).toCompletableFuture().get(5, TimeUnit.SECONDS));
+        threads.submit(() -> lock.unlockAsync(ownerId).toCompletableFuture().join()).get(5, TimeUnit.SECONDS);
+        assertFalse(lock.isLocked());
+        assertTrue(lock.tryLockAsync(1, 60, TimeUnit.SECONDS, 99).toCompletableFuture().get(5, TimeUnit.SECONDS));
+        assertTrue(lock.remainTimeToLive() > 50_000);
+    }
+
+    @Test
+    void cancellingAnAsyncWaitLeavesNothingBehind() throws Exception {
+        a.lock("cancel").lock();
+        BatonLock lock = b.lock("cancel");
+        CompletableFuture<Void> wait = lock.lockAsync(7).toCompletableFuture();
+        awaitSubscribers("redisson_lock__channel:{cancel}", 1);
+        wait.cancel(true);
+        awaitSubscribers("redisson_lock__channel:{cancel}", 0);
+        assertNull(redis.command("HGET", "cancel", owner(b, 7)));
+    }
+
+    @Test
+    void interruptWhileWaitingThrowsAndLeavesNoHoldOrSubscription() throws Exception {
+        a.lock("interrupt").lock();
+        BatonLock lock = b.lock("interrupt");
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                lock.lockInterruptibly();
+                outcome.complete(null);
+            } catch (Throwable t) {
+                outcome.complete(t);
+            }
+        });
+        waiter.start();
+        awaitSubscribers("redisson_lock__channel:{interrupt}", 1);
+        waiter.interrupt();
+        assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
+        assertEquals(0L, subscribers("redisson_lock__channel:{interrupt}"));
+        assertNull(redis.command("HGET", "interrupt", owner(b, waiter.getId())));
+    }
+
+    @Test
+    void uninterruptibleLockKeepsWaitingAndRestoresTheFlag() throws Exception {
+        BatonLock held = a.lock("uninterruptible");
+        held.lock();
+        CompletableFuture<Boolean> flagAfter = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            b.lock("uninterruptible").lock();
+            flagAfter.complete(Thread.currentThread().isInterrupted());
+        });
+        waiter.start();
+        awaitSubscribers("redisson_lock__channel:{uninterruptible}", 1);
+        waiter.interrupt();
+        held.unlock();
+        assertTrue(flagAfter.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void badArgumentsAreRefusedWithTheirNames() {
+        assertEquals("name", assertThrows(NullPointerException.class, () -> a.lock(null)).getMessage());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> a.lock("  ")).getMessage().contains("name"));
+        BatonLock lock = a.lock("args");
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> lock.lock(0, TimeUnit.SECONDS))
+                .getMessage().contains("leaseTime"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> lock.tryLock(-1, TimeUnit.SECONDS))
+                .getMessage().contains("waitTime"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, -5, TimeUnit.SECONDS))
+                .getMessage().contains("leaseTime"));
+        assertThrows(NullPointerException.class, () -> lock.tryLock(1, null));
+        assertThrows(UnsupportedOperationException.class, lock::newCondition);
+        assertEquals(0L, redis.command("EXISTS", "args"));
+    }
+
+    @Test
+    void aNameHoldingAnotherTypeIsReportedByKey() {
+        redis.command("RPUSH", "a-list", "x");
+        WrongTypeException e = assertThrows(WrongTypeException.class, () -> a.lock("a-list").tryLock());
+        assertEquals("a-list", e.key());
+        assertTrue(e.getMessage().contains("a-list"), e.getMessage());
+        assertThrows(WrongTypeException.class, () -> a.lock("a-list").forceUnlock());
+        assertEquals(1L, redis.command("LLEN", "a-list"));
+    }
+
+    @Test
+    void aClosedClientRefusesWork() {
+        Baton closed = clients.open(redis);
+        BatonLock lock = closed.lock("closed");
+        closed.close();
+        closed.close();
+        assertThrows(IllegalStateException.class, lock::tryLock);
+        assertThrows(IllegalStateException.class, () -> closed.lock("other"));
+    }
+
+    @Test
+    void closingTheClientReleasesWaitersWithAnException() throws Exception {
+        a.lock("closing").lock();
+        Baton closing = clients.open(redis);
+        Future<?> waiter = threads.submit(() -> closing.lock("closing").lock());
+        awaitSubscribers("redisson_lock__channel:{closing}", 1);
+        closing.close();
+        Exception e = assertThrows(Exception.class, () -> waiter.get(10, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof IllegalStateException, String.valueOf(e.getCause()));
+    }
+
+    @Test
+    void redisUnreachableFailsWithinTheTimeoutInsteadOfHanging() {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            RedisUnavailableException e = assertThrows(RedisUnavailableException.class,
+                    () -> Baton.create(BatonOptions.builder().redisUri("redis://:secret@127.0.0.1:1")
+                            .commandTimeout(Duration.ofMillis(500)).build()));
+            assertFalse(e.getMessage().contains("secret"), "password leaked: " + e.getMessage());
+        });
+    }
+
+    @Test
+    void aCallWhileRedisIsDownFailsWithinTheTimeout() {
+        try (RedisServer doomed = RedisServer.start()) {
+            Baton baton = clients.open(BatonOptions.builder().redisUri(doomed.uri())
+                    .commandTimeout(Duration.ofMillis(500)).build());
+            BatonLock lock = baton.lock("down");
+            doomed.kill();
+            assertTimeoutPreemptively(NO_HANG, () -> {
+                assertThrows(RedisUnavailableException.class, lock::tryLock);
+                assertThrows(RedisUnavailableException.class, () -> lock.tryLock(1, TimeUnit.SECONDS));
+            });
+        }
+    }
+
+    private long subscribers(String channel) {
+        java.util.List<?> reply = (java.util.List<?>) redis.command("PUBSUB", "NUMSUB", channel);
+        return (Long) reply.get(1);
+    }
+
+    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (subscribers(channel) != expected) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(channel + " has " + subscribers(channel) + " subscribers, expected " + expected);
+            }
+            Thread.sleep(5);
+        }
+    }
+}

@@ -1,0 +1,157 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.redisson.Redisson;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Baton and the real Redisson 4.7 client on the same lock names: they exclude each other, wake
+ * each other's waiters and agree on reentrant hold counts.
+ */
+@ExtendWith(RedisExtension.class)
+class RedissonInteropTest {
+    private final RedisServer redis;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private RedissonClient redisson;
+    private Baton baton;
+
+    RedissonInteropTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        Config config = new Config();
+        config.useSingleServer().setAddress(redis.uri());
+        redisson = Redisson.create(config);
+        baton = clients.open(redis);
+    }
+
+    @AfterEach
+    void close() {
+        threads.shutdownNow();
+        clients.close();
+        redisson.shutdown();
+    }
+
+    @Test
+    void batonHolderExcludesRedissonAndItsUnlockWakesARedissonWaiter() throws Exception {
+        BatonLock lock = baton.lock("shared");
+        lock.lock(); // watchdog lease of 30 s: a waiter that relies on the TTL would time out below
+        assertFalse(threads.submit(() -> redisson.getLock("shared").tryLock()).get());
+        Future<Boolean> redissonWaiter = threads.submit(() -> {
+            RLock r = redisson.getLock("shared");
+            boolean got = r.tryLock(15, 5, TimeUnit.SECONDS);
+            if (got) {
+                r.unlock();
+            }
+            return got;
+        });
+        awaitSubscribers("redisson_lock__channel:{shared}");
+        lock.unlock();
+        assertTrue(redissonWaiter.get(12, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void redissonHolderExcludesBatonAndItsUnlockWakesABatonWaiter() throws Exception {
+        RLock r = redisson.getLock("shared");
+        r.lock();
+        assertFalse(threads.submit(() -> baton.lock("shared").tryLock()).get());
+        Future<Boolean> batonWaiter = threads.submit(() -> {
+            BatonLock lock = baton.lock("shared");
+            boolean got = lock.tryLock(15, TimeUnit.SECONDS);
+            if (got) {
+                lock.unlock();
+            }
+            return got;
+        });
+        awaitSubscribers("redisson_lock__channel:{shared}");
+        r.unlock();
+        assertTrue(batonWaiter.get(12, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void reentrantHoldCountsAgree() throws Exception {
+        BatonLock lock = baton.lock("counted");
+        lock.lock();
+        lock.lock();
+        lock.unlock();
+        assertFalse(threads.submit(() -> redisson.getLock("counted").tryLock()).get(), "one Baton hold is left");
+        lock.unlock();
+        RLock r = redisson.getLock("counted");
+        assertTrue(r.tryLock());
+        assertTrue(r.tryLock());
+        assertEquals(2, r.getHoldCount());
+        r.unlock();
+        assertFalse(threads.submit(() -> baton.lock("counted").tryLock()).get(), "one Redisson hold is left");
+        assertTrue(baton.lock("counted").isLocked());
+        r.unlock();
+        assertTrue(threads.submit(() -> baton.lock("counted").tryLock()).get());
+    }
+
+    @Test
+    void mixedClientsNeverOverlap() throws Exception {
+        int perThread = 300;
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger overlaps = new AtomicInteger();
+        long[] counter = new long[1];
+        List<Future<?>> workers = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            boolean useBaton = t % 2 == 0;
+            workers.add(threads.submit(() -> {
+                java.util.concurrent.locks.Lock lock = useBaton ? baton.lock("mixed") : redisson.getLock("mixed");
+                for (int i = 0; i < perThread; i++) {
+                    lock.lock();
+                    try {
+                        if (inside.incrementAndGet() > 1) {
+                            overlaps.incrementAndGet();
+                        }
+                        long read = counter[0];
+                        Thread.yield();
+                        counter[0] = read + 1;
+                        inside.decrementAndGet();
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> w : workers) {
+            w.get(3, TimeUnit.MINUTES);
+        }
+        assertEquals(0, overlaps.get());
+        assertEquals(4L * perThread, counter[0]);
+    }
+
+    private void awaitSubscribers(String channel) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1) < 1) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("nobody subscribed to " + channel);
+            }
+            Thread.sleep(5);
+        }
+    }
+}

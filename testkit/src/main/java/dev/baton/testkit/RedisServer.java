@@ -1,0 +1,280 @@
+package dev.baton.testkit;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * One redis-server process on a free loopback port (never 6379), without persistence, for a
+ * test. It can be killed, paused (SIGSTOP), resumed (SIGCONT) and restarted empty on the same
+ * port; {@link #close()} kills it and deletes its directory, and a JVM shutdown hook kills it
+ * if a test never got that far.
+ */
+public final class RedisServer implements AutoCloseable {
+    private static final String HOST = "127.0.0.1";
+
+    private final RedisBinary binary;
+    private final List<String> extraConfig;
+    private final Path dir;
+    private final int port;
+    private Process process;
+    private boolean closed;
+
+    private RedisServer(RedisBinary binary, List<String> extraConfig, Path dir, int port) {
+        this.binary = binary;
+        this.extraConfig = extraConfig;
+        this.dir = dir;
+        this.port = port;
+    }
+
+    /** Starts a standalone server. */
+    public static RedisServer start() {
+        return start(new String[0]);
+    }
+
+    /**
+     * Starts a server with extra configuration, each element one directive with its arguments,
+     * e.g. {@code "requirepass secret"} or {@code "cluster-enabled yes"}.
+     */
+    public static RedisServer start(String... extraConfigLines) {
+        RedisBinary binary = RedisBinary.resolve();
+        for (int attempt = 1; ; attempt++) {
+            int port = freePort();
+            Path dir;
+            try {
+                dir = Files.createTempDirectory("baton-redis-" + port + "-");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            RedisServer server = new RedisServer(binary, List.of(extraConfigLines), dir, port);
+            try {
+                server.launch();
+                return server;
+            } catch (RuntimeException e) {
+                server.close();
+                if (attempt >= 5) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static int freePort() {
+        for (int i = 0; i < 50; i++) {
+            try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
+                int port = socket.getLocalPort();
+                if (port != 6379) {
+                    return port;
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("no free loopback port", e);
+            }
+        }
+        throw new IllegalStateException("no free loopback port");
+    }
+
+    private synchronized void launch() {
+        List<String> command = new ArrayList<>(List.of(binary.server().toString(),
+                "--port", Integer.toString(port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                "--dir", dir.toString(), "--protected-mode", "no", "--daemonize", "no",
+                "--logfile", logFile().toString()));
+        for (String line : extraConfig) {
+            String[] parts = line.trim().split("\\s+");
+            command.add("--" + parts[0]);
+            for (int i = 1; i < parts.length; i++) {
+                command.add(parts[i]);
+            }
+        }
+        try {
+            process = new ProcessBuilder(command).directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("stdout.txt").toFile())
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start " + binary.server(), e);
+        }
+        ProcessRegistry.started(process);
+        awaitPing();
+    }
+
+    private void awaitPing() {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        RuntimeException last = null;
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("redis-server on port " + port + " exited: " + logTail());
+            }
+            try (RespClient client = new RespClient(HOST, port, 500)) {
+                if ("PONG".equals(client.call("PING"))) {
+                    return;
+                }
+            } catch (RuntimeException e) {
+                last = e;
+            }
+            sleep(10);
+        }
+        throw new IllegalStateException("redis-server on port " + port + " did not answer PING within 10 s: " + logTail(), last);
+    }
+
+    /** The host, always {@code 127.0.0.1}. */
+    public String host() {
+        return HOST;
+    }
+
+    /** The port. */
+    public int port() {
+        return port;
+    }
+
+    /** {@code redis://127.0.0.1:<port>}. */
+    public String uri() {
+        return "redis://" + HOST + ":" + port;
+    }
+
+    /** The binary this server runs. */
+    public RedisBinary binary() {
+        return binary;
+    }
+
+    /** The server's process id. */
+    public synchronized long pid() {
+        return process.pid();
+    }
+
+    /** Whether the process is running. */
+    public synchronized boolean isRunning() {
+        return process != null && process.isAlive();
+    }
+
+    /** The server's log file. */
+    public Path logFile() {
+        return dir.resolve("redis.log");
+    }
+
+    /** The server's working directory (config files, node tables). */
+    public Path dir() {
+        return dir;
+    }
+
+    /** Sends one command on a fresh connection and returns the reply (see {@link RespClient#call}). */
+    public Object command(String... args) {
+        try (RespClient client = new RespClient(HOST, port)) {
+            return client.call(args);
+        }
+    }
+
+    /** SIGKILL, waiting for the process to exit. */
+    public synchronized void kill() {
+        if (process != null && process.isAlive()) {
+            process.destroyForcibly();
+            try {
+                process.waitFor(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (process != null) {
+            ProcessRegistry.stopped(process);
+        }
+    }
+
+    /** SIGSTOP: the server stops answering but keeps its connections and data. */
+    public synchronized void pause() {
+        signal("STOP");
+    }
+
+    /** SIGCONT after {@link #pause()}. */
+    public synchronized void resume() {
+        signal("CONT");
+    }
+
+    /** Kills the server if running and starts it again on the same port with no data. */
+    public synchronized void restart() {
+        kill();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try {
+                launch();
+                return;
+            } catch (RuntimeException e) {
+                kill();
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                sleep(50);
+            }
+        }
+    }
+
+    private void signal(String name) {
+        try {
+            Process p = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).start();
+            if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private String logTail() {
+        try {
+            List<String> lines = new ArrayList<>();
+            for (Path p : List.of(logFile(), dir.resolve("stdout.txt"))) {
+                if (Files.exists(p)) {
+                    lines.addAll(Files.readAllLines(p));
+                }
+            }
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Kills the server (resuming it first if paused) and deletes its directory; idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (process != null && process.isAlive()) {
+            try {
+                signal("CONT");
+            } catch (RuntimeException ignored) {
+                // it is being killed anyway
+            }
+        }
+        kill();
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException ignored) {
+            // a leftover temp directory is harmless
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RedisServer{" + uri() + ", " + binary.version() + "}";
+    }
+}

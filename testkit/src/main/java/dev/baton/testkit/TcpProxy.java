@@ -1,0 +1,202 @@
+package dev.baton.testkit;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A small TCP proxy on a free loopback port, for fault injection between a client and Redis:
+ * added latency, cut connections, a blackhole, refused connections, and a lost reply (the
+ * command reaches Redis and runs, its reply is dropped and the connection cut). Daemon threads
+ * only; {@link #close()} stops everything.
+ */
+public final class TcpProxy implements AutoCloseable {
+    private final String targetHost;
+    private final int targetPort;
+    private final ServerSocket listener;
+    private final Set<Pipe> pipes = ConcurrentHashMap.newKeySet();
+    private final AtomicLong accepted = new AtomicLong();
+    private final AtomicBoolean dropNextReply = new AtomicBoolean();
+    private volatile long latencyNanos;
+    private volatile boolean blackhole;
+    private volatile boolean refuse;
+    private volatile boolean closed;
+
+    private TcpProxy(String targetHost, int targetPort) {
+        this.targetHost = targetHost;
+        this.targetPort = targetPort;
+        try {
+            this.listener = new ServerSocket(0, 50, InetAddress.getByName("127.0.0.1"));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open the proxy's port", e);
+        }
+        Thread acceptor = new Thread(this::acceptLoop, "tcp-proxy-accept-" + listener.getLocalPort());
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    /** Starts a proxy to {@code targetHost:targetPort} (a loopback address). */
+    public static TcpProxy start(String targetHost, int targetPort) {
+        return new TcpProxy(targetHost, targetPort);
+    }
+
+    /** The proxy's port on 127.0.0.1. */
+    public int port() {
+        return listener.getLocalPort();
+    }
+
+    /** {@code redis://127.0.0.1:<port>}. */
+    public String uri() {
+        return "redis://127.0.0.1:" + port();
+    }
+
+    /** How many client connections the proxy accepted so far. */
+    public long connectionsAccepted() {
+        return accepted.get();
+    }
+
+    /** Delays every chunk of bytes by this much, in both directions. */
+    public void setLatency(Duration oneWayDelay) {
+        latencyNanos = oneWayDelay.toNanos();
+    }
+
+    /** Closes every current connection; new ones are still accepted. */
+    public void cutAll() {
+        for (Pipe pipe : pipes) {
+            pipe.close();
+        }
+    }
+
+    /** While on, bytes in both directions are discarded and connections stay open. */
+    public void setBlackhole(boolean on) {
+        blackhole = on;
+    }
+
+    /** While on, new connections are closed as soon as they are accepted. */
+    public void setRefuse(boolean on) {
+        refuse = on;
+    }
+
+    /**
+     * The next chunk of bytes from the server to a client is discarded and then every
+     * connection is cut: the client's command ran in Redis but its reply never arrives.
+     */
+    public void dropNextReplyAndCut() {
+        dropNextReply.set(true);
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            Socket client;
+            try {
+                client = listener.accept();
+            } catch (IOException e) {
+                return;
+            }
+            accepted.incrementAndGet();
+            if (refuse) {
+                quietClose(client);
+                continue;
+            }
+            try {
+                Socket server = new Socket();
+                server.connect(new InetSocketAddress(targetHost, targetPort), 5_000);
+                client.setTcpNoDelay(true);
+                server.setTcpNoDelay(true);
+                Pipe pipe = new Pipe(client, server);
+                pipes.add(pipe);
+                pipe.start();
+            } catch (IOException e) {
+                quietClose(client);
+            }
+        }
+    }
+
+    private final class Pipe {
+        private final Socket client;
+        private final Socket server;
+        private final AtomicBoolean open = new AtomicBoolean(true);
+
+        Pipe(Socket client, Socket server) {
+            this.client = client;
+            this.server = server;
+        }
+
+        void start() {
+            thread("up", client, server, false).start();
+            thread("down", server, client, true).start();
+        }
+
+        private Thread thread(String name, Socket from, Socket to, boolean fromServer) {
+            Thread t = new Thread(() -> pump(from, to, fromServer), "tcp-proxy-" + name + "-" + from.getPort());
+            t.setDaemon(true);
+            return t;
+        }
+
+        private void pump(Socket from, Socket to, boolean fromServer) {
+            byte[] buffer = new byte[16 * 1024];
+            try {
+                InputStream in = from.getInputStream();
+                OutputStream out = to.getOutputStream();
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                    if (fromServer && dropNextReply.compareAndSet(true, false)) {
+                        cutAll();
+                        return;
+                    }
+                    if (blackhole) {
+                        continue;
+                    }
+                    long delay = latencyNanos;
+                    if (delay > 0) {
+                        Thread.sleep(delay / 1_000_000, (int) (delay % 1_000_000));
+                    }
+                    out.write(buffer, 0, n);
+                    out.flush();
+                }
+            } catch (IOException | InterruptedException e) {
+                // the connection ended
+            } finally {
+                close();
+            }
+        }
+
+        void close() {
+            if (open.compareAndSet(true, false)) {
+                quietClose(client);
+                quietClose(server);
+                pipes.remove(this);
+            }
+        }
+    }
+
+    private static void quietClose(Socket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // already closed
+        }
+    }
+
+    /** Stops accepting and closes every connection. */
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            listener.close();
+        } catch (IOException ignored) {
+            // closing
+        }
+        cutAll();
+    }
+}
