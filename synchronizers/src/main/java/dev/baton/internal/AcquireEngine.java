@@ -125,6 +125,16 @@ final class AcquireEngine {
             return finished;
         }
 
+        /**
+         * For a caller that no longer wants the outcome (its own future was cancelled): cancels
+         * the acquisition, or, if it had already been granted, gives the grant back.
+         */
+        void abandon() {
+            if (!result.cancel(false) && !result.isCompletedExceptionally() && Boolean.TRUE.equals(result.getNow(false))) {
+                attempt.releaseGranted();
+            }
+        }
+
         /** Abandons the acquisition; whatever it had obtained is given back. */
         void cancel() {
             cancelled = true;

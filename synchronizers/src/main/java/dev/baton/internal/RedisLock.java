@@ -166,12 +166,23 @@ final class RedisLock implements BatonLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        return start(-1, watchdog(), ownerId).result().thenApply(granted -> null);
+        return untilAcquired(start(-1, watchdog(), ownerId));
     }
 
     @Override
     public CompletionStage<Void> lockAsync(long leaseTime, TimeUnit unit, long ownerId) {
-        return start(-1, leaseMs(leaseTime, unit), ownerId).result().thenApply(granted -> null);
+        return untilAcquired(start(-1, leaseMs(leaseTime, unit), ownerId));
+    }
+
+    /** The acquisition as a {@code Void} stage whose cancellation abandons the acquisition. */
+    private static CompletableFuture<Void> untilAcquired(AcquireEngine.Acquisition acquisition) {
+        CompletableFuture<Void> acquired = acquisition.result().thenApply(granted -> null);
+        acquired.whenComplete((ok, e) -> {
+            if (e instanceof java.util.concurrent.CancellationException) {
+                acquisition.abandon();
+            }
+        });
+        return acquired;
     }
 
     @Override

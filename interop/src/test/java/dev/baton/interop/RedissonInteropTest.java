@@ -1,4 +1,8 @@
-package dev.baton;
+package dev.baton.interop;
+
+import dev.baton.Baton;
+import dev.baton.BatonLock;
+import dev.baton.BatonOptions;
 
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
@@ -25,12 +29,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Baton and the real Redisson 4.7 client on the same lock names: they exclude each other, wake
- * each other's waiters and agree on reentrant hold counts.
+ * each other's waiters and agree on reentrant hold counts. Baton runs on Lettuce 7 here.
  */
 @ExtendWith(RedisExtension.class)
 class RedissonInteropTest {
     private final RedisServer redis;
-    private final Clients clients = new Clients();
     private final ExecutorService threads = Executors.newCachedThreadPool();
     private RedissonClient redisson;
     private Baton baton;
@@ -45,13 +48,13 @@ class RedissonInteropTest {
         Config config = new Config();
         config.useSingleServer().setAddress(redis.uri());
         redisson = Redisson.create(config);
-        baton = clients.open(redis);
+        baton = Baton.create(BatonOptions.create(redis.uri()));
     }
 
     @AfterEach
     void close() {
         threads.shutdownNow();
-        clients.close();
+        baton.close();
         redisson.shutdown();
     }
 
