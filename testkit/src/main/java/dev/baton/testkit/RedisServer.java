@@ -22,14 +22,16 @@ public final class RedisServer implements AutoCloseable {
     private static final String HOST = "127.0.0.1";
 
     private final RedisBinary binary;
+    private final boolean sentinel;
     private final List<String> extraConfig;
     private final Path dir;
     private final int port;
     private Process process;
     private boolean closed;
 
-    private RedisServer(RedisBinary binary, List<String> extraConfig, Path dir, int port) {
+    private RedisServer(RedisBinary binary, boolean sentinel, List<String> extraConfig, Path dir, int port) {
         this.binary = binary;
+        this.sentinel = sentinel;
         this.extraConfig = extraConfig;
         this.dir = dir;
         this.port = port;
@@ -45,6 +47,15 @@ public final class RedisServer implements AutoCloseable {
      * e.g. {@code "requirepass secret"} or {@code "cluster-enabled yes"}.
      */
     public static RedisServer start(String... extraConfigLines) {
+        return start(false, List.of(extraConfigLines));
+    }
+
+    /** Starts a Sentinel (the server binary with {@code --sentinel}) with these config lines. */
+    static RedisServer startSentinel(List<String> configLines) {
+        return start(true, configLines);
+    }
+
+    private static RedisServer start(boolean sentinel, List<String> extraConfigLines) {
         RedisBinary binary = RedisBinary.resolve();
         for (int attempt = 1; ; attempt++) {
             int port = freePort();
@@ -54,7 +65,7 @@ public final class RedisServer implements AutoCloseable {
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
-            RedisServer server = new RedisServer(binary, List.of(extraConfigLines), dir, port);
+            RedisServer server = new RedisServer(binary, sentinel, List.copyOf(extraConfigLines), dir, port);
             try {
                 server.launch();
                 return server;
@@ -82,6 +93,10 @@ public final class RedisServer implements AutoCloseable {
     }
 
     private synchronized void launch() {
+        if (sentinel) {
+            launchSentinel();
+            return;
+        }
         List<String> command = new ArrayList<>(List.of(binary.server().toString(),
                 "--port", Integer.toString(port), "--bind", HOST, "--save", "", "--appendonly", "no",
                 "--dir", dir.toString(), "--protected-mode", "no", "--daemonize", "no",
@@ -100,6 +115,26 @@ public final class RedisServer implements AutoCloseable {
                     .start();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start " + binary.server(), e);
+        }
+        ProcessRegistry.started(process);
+        awaitPing();
+    }
+
+    private void launchSentinel() {
+        // Sentinel rewrites its config file, so it gets a writable file of its own.
+        List<String> config = new ArrayList<>(List.of("port " + port, "bind " + HOST, "protected-mode no",
+                "daemonize no", "dir " + dir, "logfile " + logFile()));
+        config.addAll(extraConfig);
+        Path file = dir.resolve("sentinel.conf");
+        try {
+            Files.write(file, config);
+            process = new ProcessBuilder(binary.server().toString(), file.toString(), "--sentinel")
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("stdout.txt").toFile())
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start a sentinel from " + binary.server(), e);
         }
         ProcessRegistry.started(process);
         awaitPing();

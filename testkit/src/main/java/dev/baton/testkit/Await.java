@@ -1,0 +1,32 @@
+package dev.baton.testkit;
+
+import java.time.Duration;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/** Polls a condition until it holds or a deadline passes; every fixture wait is bounded. */
+final class Await {
+    private Await() {
+    }
+
+    static void until(Duration timeout, Supplier<String> what, BooleanSupplier condition) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        RuntimeException last = null;
+        while (System.nanoTime() < deadline) {
+            try {
+                if (condition.getAsBoolean()) {
+                    return;
+                }
+            } catch (RuntimeException e) {
+                last = e;
+            }
+            try {
+                Thread.sleep(25);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for " + what.get(), e);
+            }
+        }
+        throw new IllegalStateException("timed out after " + timeout + " waiting for " + what.get(), last);
+    }
+}

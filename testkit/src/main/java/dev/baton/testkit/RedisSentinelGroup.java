@@ -1,0 +1,138 @@
+package dev.baton.testkit;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A master, its replicas and Sentinels watching it as {@code mymaster}, tuned to fail over
+ * within seconds: down-after 1 s, failover timeout 3 s.
+ */
+public final class RedisSentinelGroup implements AutoCloseable {
+    private static final String MASTER_NAME = "mymaster";
+
+    /** A host and port. */
+    public record HostAndPort(String host, int port) {
+    }
+
+    private final RedisServer master;
+    private final List<RedisServer> replicas;
+    private final List<RedisServer> sentinels;
+
+    private RedisSentinelGroup(RedisServer master, List<RedisServer> replicas, List<RedisServer> sentinels) {
+        this.master = master;
+        this.replicas = replicas;
+        this.sentinels = sentinels;
+    }
+
+    /** Starts the group and waits until replicas are in sync and every Sentinel sees them. */
+    public static RedisSentinelGroup start(int replicaCount, int sentinelCount) {
+        List<RedisServer> all = new ArrayList<>();
+        try {
+            RedisServer master = RedisServer.start();
+            all.add(master);
+            List<RedisServer> replicas = new ArrayList<>();
+            for (int i = 0; i < replicaCount; i++) {
+                RedisServer replica = RedisServer.start("replicaof " + master.host() + " " + master.port());
+                all.add(replica);
+                replicas.add(replica);
+            }
+            for (RedisServer replica : replicas) {
+                Await.until(Duration.ofSeconds(20), () -> "replica " + replica.port() + " in sync",
+                        () -> ((String) replica.command("INFO", "replication")).contains("master_link_status:up"));
+            }
+            int quorum = sentinelCount / 2 + 1;
+            List<RedisServer> sentinels = new ArrayList<>();
+            for (int i = 0; i < sentinelCount; i++) {
+                RedisServer sentinel = RedisServer.startSentinel(List.of(
+                        "sentinel monitor " + MASTER_NAME + " " + master.host() + " " + master.port() + " " + quorum,
+                        "sentinel down-after-milliseconds " + MASTER_NAME + " 1000",
+                        "sentinel failover-timeout " + MASTER_NAME + " 3000",
+                        "sentinel parallel-syncs " + MASTER_NAME + " 1"));
+                all.add(sentinel);
+                sentinels.add(sentinel);
+            }
+            for (RedisServer sentinel : sentinels) {
+                Await.until(Duration.ofSeconds(30), () -> "sentinel " + sentinel.port() + " to see the group",
+                        () -> {
+                            List<?> master0 = (List<?>) sentinel.command("SENTINEL", "MASTER", MASTER_NAME);
+                            return field(master0, "num-slaves") >= replicaCount
+                                    && field(master0, "num-other-sentinels") >= sentinelCount - 1;
+                        });
+            }
+            return new RedisSentinelGroup(master, List.copyOf(replicas), List.copyOf(sentinels));
+        } catch (RuntimeException e) {
+            all.forEach(RedisServer::close);
+            throw e;
+        }
+    }
+
+    private static long field(List<?> flat, String name) {
+        for (int i = 0; i + 1 < flat.size(); i += 2) {
+            if (name.equals(flat.get(i))) {
+                return Long.parseLong((String) flat.get(i + 1));
+            }
+        }
+        return -1;
+    }
+
+    /** The master name the Sentinels monitor. */
+    public String masterName() {
+        return MASTER_NAME;
+    }
+
+    /** The original master. */
+    public RedisServer master() {
+        return master;
+    }
+
+    /** The replicas. */
+    public List<RedisServer> replicas() {
+        return replicas;
+    }
+
+    /** The Sentinels. */
+    public List<RedisServer> sentinels() {
+        return sentinels;
+    }
+
+    /** Lettuce's Sentinel URI: {@code redis-sentinel://127.0.0.1:p1,127.0.0.1:p2,...#mymaster}. */
+    public String sentinelUri() {
+        StringBuilder uri = new StringBuilder("redis-sentinel://");
+        for (int i = 0; i < sentinels.size(); i++) {
+            uri.append(i == 0 ? "" : ",").append(sentinels.get(i).host()).append(':').append(sentinels.get(i).port());
+        }
+        return uri.append('#').append(MASTER_NAME).toString();
+    }
+
+    /** The master the Sentinels currently report. */
+    public HostAndPort currentMaster() {
+        RuntimeException last = null;
+        for (RedisServer sentinel : sentinels) {
+            if (!sentinel.isRunning()) {
+                continue;
+            }
+            try {
+                List<?> addr = (List<?>) sentinel.command("SENTINEL", "get-master-addr-by-name", MASTER_NAME);
+                return new HostAndPort((String) addr.get(0), Integer.parseInt((String) addr.get(1)));
+            } catch (RuntimeException e) {
+                last = e;
+            }
+        }
+        throw new IllegalStateException("no sentinel answered", last);
+    }
+
+    /** Waits until the Sentinels report a master other than the original one. */
+    public void awaitFailover(Duration timeout) {
+        Await.until(timeout, () -> "a failover away from port " + master.port(),
+                () -> currentMaster().port() != master.port());
+    }
+
+    /** Kills every process of the group. */
+    @Override
+    public void close() {
+        sentinels.forEach(RedisServer::close);
+        replicas.forEach(RedisServer::close);
+        master.close();
+    }
+}
