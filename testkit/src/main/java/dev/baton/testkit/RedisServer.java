@@ -108,6 +108,11 @@ public final class RedisServer implements AutoCloseable {
                 command.add(parts[i]);
             }
         }
+        spawn(command);
+    }
+
+    /** Starts the process, registers it for clean-up and waits for its PING. */
+    private void spawn(List<String> command) {
         try {
             process = new ProcessBuilder(command).directory(dir.toFile())
                     .redirectErrorStream(true)
@@ -128,16 +133,10 @@ public final class RedisServer implements AutoCloseable {
         Path file = dir.resolve("sentinel.conf");
         try {
             Files.write(file, config);
-            process = new ProcessBuilder(binary.server().toString(), file.toString(), "--sentinel")
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(dir.resolve("stdout.txt").toFile())
-                    .start();
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot start a sentinel from " + binary.server(), e);
+            throw new UncheckedIOException("cannot write " + file, e);
         }
-        ProcessRegistry.started(process);
-        awaitPing();
+        spawn(List.of(binary.server().toString(), file.toString(), "--sentinel"));
     }
 
     private void awaitPing() {
