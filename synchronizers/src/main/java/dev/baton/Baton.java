@@ -78,6 +78,15 @@ public interface Baton extends AutoCloseable {
      */
     BatonLock lock(String name);
 
+    /**
+     * The count-down latch with this name (also its Redis key), Redisson-compatible.
+     *
+     * @throws NullPointerException     if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonCountDownLatch countDownLatch(String name);
+
     /** This client's id: a random UUID, the first half of every owner id it writes. */
     String clientId();
 

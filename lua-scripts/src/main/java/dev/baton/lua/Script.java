@@ -28,7 +28,13 @@ public enum Script {
     /** Batched watchdog renewal of reentrant-lock holds. */
     LOCK_RENEW("lock_renew.lua"),
     /** Delete a reentrant lock whoever holds it. */
-    LOCK_FORCE_UNLOCK("lock_force_unlock.lua");
+    LOCK_FORCE_UNLOCK("lock_force_unlock.lua"),
+    /** Arm a count-down latch if it is not armed. */
+    LATCH_TRY_SET_COUNT("latch_try_set_count.lua"),
+    /** Count a latch down by one. */
+    LATCH_COUNT_DOWN("latch_count_down.lua"),
+    /** Delete a count-down latch and tell its waiters. */
+    LATCH_DELETE("latch_delete.lua");
 
     private final String fileName;
     private final String text;

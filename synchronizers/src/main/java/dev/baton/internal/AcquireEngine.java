@@ -53,6 +53,13 @@ final class AcquireEngine {
 
         /** The last attempt was granted after the caller gave up: give the grant back. */
         CompletableFuture<?> releaseGranted();
+
+        /**
+         * Before a retry: the latest message seen on the channel since the previous attempt, for
+         * recipes whose messages carry meaning beyond "try again" (a deleted latch, say).
+         */
+        default void messageSeen(String message) {
+        }
     }
 
     /**
@@ -120,6 +127,20 @@ final class AcquireEngine {
             return result;
         }
 
+        /**
+         * The acquisition as a {@code Void} stage for "wait until granted" APIs; cancelling that
+         * stage {@link #abandon() abandons} the acquisition.
+         */
+        CompletableFuture<Void> untilGranted() {
+            CompletableFuture<Void> granted = result.thenApply(ok -> null);
+            granted.whenComplete((ok, e) -> {
+                if (e instanceof CancellationException) {
+                    abandon();
+                }
+            });
+            return granted;
+        }
+
         /** Completes when the acquisition and all its clean-up are over. */
         CompletableFuture<Void> finished() {
             return finished;
@@ -151,6 +172,13 @@ final class AcquireEngine {
             }
             CompletableFuture<Outcome> tried;
             try {
+                PubSubService.Subscription s = subscription;
+                if (s != null) {
+                    String message = s.waiter().takeMessage();
+                    if (message != null) {
+                        attempt.messageSeen(message);
+                    }
+                }
                 tried = attempt.attempt();
             } catch (RuntimeException e) {
                 finish(null, e);

@@ -1,6 +1,7 @@
 package dev.baton.internal;
 
 import dev.baton.Baton;
+import dev.baton.BatonCountDownLatch;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.RedisUnavailableException;
@@ -178,6 +179,12 @@ public final class BatonClient implements Baton {
     public BatonLock lock(String name) {
         checkOpen();
         return new RedisLock(this, name);
+    }
+
+    @Override
+    public BatonCountDownLatch countDownLatch(String name) {
+        checkOpen();
+        return new RedisCountDownLatch(this, name);
     }
 
     @Override

@@ -31,6 +31,14 @@ final class Names {
         return "redisson_lock__channel:" + hashTagged(name);
     }
 
+    /**
+     * The count-down latch's channel, {@code redisson_countdownlatch__channel__{name}}: Redisson
+     * always adds the braces here, even to a name that has some.
+     */
+    static String latchChannel(String name) {
+        return "redisson_countdownlatch__channel__{" + name + "}";
+    }
+
     /** An owner id as stored in Redis: {@code <clientId>:<ownerId>}. */
     static String owner(String clientId, long ownerId) {
         return clientId + ":" + ownerId;

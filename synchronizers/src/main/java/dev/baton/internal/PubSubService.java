@@ -96,6 +96,9 @@ final class PubSubService implements AutoCloseable {
             channel = channels.get(channelName);
         }
         if (channel != null) {
+            for (Waiter waiter : channel.waiters) {
+                waiter.saw(message);
+            }
             channel.wake(channel.wakeRule.applyAsInt(message));
         }
     }

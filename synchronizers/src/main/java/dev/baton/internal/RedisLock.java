@@ -166,24 +166,14 @@ final class RedisLock implements BatonLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        return untilAcquired(start(-1, watchdog(), ownerId));
+        return start(-1, watchdog(), ownerId).untilGranted();
     }
 
     @Override
     public CompletionStage<Void> lockAsync(long leaseTime, TimeUnit unit, long ownerId) {
-        return untilAcquired(start(-1, leaseMs(leaseTime, unit), ownerId));
+        return start(-1, leaseMs(leaseTime, unit), ownerId).untilGranted();
     }
 
-    /** The acquisition as a {@code Void} stage whose cancellation abandons the acquisition. */
-    private static CompletableFuture<Void> untilAcquired(AcquireEngine.Acquisition acquisition) {
-        CompletableFuture<Void> acquired = acquisition.result().thenApply(granted -> null);
-        acquired.whenComplete((ok, e) -> {
-            if (e instanceof java.util.concurrent.CancellationException) {
-                acquisition.abandon();
-            }
-        });
-        return acquired;
-    }
 
     @Override
     public CompletionStage<Boolean> tryLockAsync(long ownerId) {

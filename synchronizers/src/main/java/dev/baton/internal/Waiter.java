@@ -12,6 +12,19 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class Waiter {
     private final AtomicBoolean pending = new AtomicBoolean();
     private volatile CompletableFuture<Void> parked;
+    private volatile String lastMessage;
+
+    /** Remembers the latest message seen on the channel, whether or not it rings this waiter. */
+    void saw(String message) {
+        lastMessage = message;
+    }
+
+    /** The latest message seen since the last call, or {@code null}; clears it. */
+    String takeMessage() {
+        String m = lastMessage;
+        lastMessage = null;
+        return m;
+    }
 
     /**
      * Rings the bell.

@@ -1,0 +1,184 @@
+package dev.baton.internal;
+
+import dev.baton.BatonCountDownLatch;
+import dev.baton.SynchronizerDeletedException;
+import dev.baton.lua.Script;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+/*
+ * The count-down latch recipe: Redisson's layout (a STRING count at the name; "0" on the
+ * channel when it reaches zero, "1" when a new count is set or the latch is deleted) and the
+ * shared acquire engine for await().
+ *
+ * await() is an acquisition whose attempt only reads the count: zero or absent grants, a
+ * positive count refuses. Every waiter on the channel is woken by every message (the whole
+ * point of a latch), and a waiter whose announcement was lost re-checks after RECHECK_SECONDS:
+ * a bounded re-check, not a polling loop.
+ *
+ * Deleted versus reached zero: both leave the key absent. The message tells them apart: a
+ * waiter that was woken by "1" (new count or deletion) and then finds the latch gone knows it
+ * was deleted, and fails with SynchronizerDeletedException instead of waiting forever as
+ * Redisson's waiters do.
+ */
+final class RedisCountDownLatch implements BatonCountDownLatch {
+    private static final String ZERO_MESSAGE = "0";
+    private static final String NEW_COUNT_OR_DELETED_MESSAGE = "1";
+    private static final long RECHECK_MS = TimeUnit.SECONDS.toMillis(RECHECK_SECONDS);
+
+    private final BatonClient client;
+    private final String name;
+    private final String channel;
+    private final List<String> keys;
+
+    RedisCountDownLatch(BatonClient client, String name) {
+        this.client = client;
+        this.name = Names.requireName(name);
+        this.channel = Names.latchChannel(name);
+        this.keys = List.of(name, channel);
+    }
+
+    @Override
+    public String getName() {
+        return name;
+    }
+
+    @Override
+    public boolean trySetCount(long count) {
+        return Blocking.join(trySetCountAsync(count).toCompletableFuture());
+    }
+
+    @Override
+    public void countDown() {
+        Blocking.join(countDownAsync().toCompletableFuture());
+    }
+
+    @Override
+    public long getCount() {
+        return Blocking.join(getCountAsync().toCompletableFuture());
+    }
+
+    @Override
+    public void await() throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        Blocking.awaitInterruptibly(start(-1), cleanupNanos());
+    }
+
+    @Override
+    public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
+        long waitNanos = waitNanos(timeout, unit);
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        return Blocking.awaitInterruptibly(start(waitNanos), cleanupNanos());
+    }
+
+    @Override
+    public boolean delete() {
+        return Blocking.join(deleteAsync().toCompletableFuture());
+    }
+
+    @Override
+    public CompletionStage<Boolean> trySetCountAsync(long count) {
+        if (count < 1) {
+            throw new IllegalArgumentException("count must be at least 1, was " + count);
+        }
+        return client.executor().<Long>eval(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER, keys,
+                List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE)).thenApply(set -> set == 1L);
+    }
+
+    @Override
+    public CompletionStage<Void> countDownAsync() {
+        return client.executor().<Long>eval(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER, keys,
+                List.of(ZERO_MESSAGE)).thenApply(left -> null);
+    }
+
+    @Override
+    public CompletionStage<Long> getCountAsync() {
+        return readCount();
+    }
+
+    @Override
+    public CompletionStage<Void> awaitAsync() {
+        return start(-1).untilGranted();
+    }
+
+    @Override
+    public CompletionStage<Boolean> awaitAsync(long timeout, TimeUnit unit) {
+        return start(waitNanos(timeout, unit)).result();
+    }
+
+    @Override
+    public CompletionStage<Boolean> deleteAsync() {
+        return client.executor().<Long>eval(Script.LATCH_DELETE, CommandExecutor.Reply.INTEGER, keys,
+                List.of(NEW_COUNT_OR_DELETED_MESSAGE)).thenApply(deleted -> deleted == 1L);
+    }
+
+    private CompletableFuture<Long> readCount() {
+        return client.executor().read("GET", name, c -> c.get(name))
+                .thenApply(value -> value == null ? 0L : Math.max(0L, Long.parseLong(value)));
+    }
+
+    private static long waitNanos(long timeout, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        if (timeout < 0) {
+            throw new IllegalArgumentException("timeout must not be negative, was " + timeout + " " + unit);
+        }
+        return unit.toNanos(timeout);
+    }
+
+    private long cleanupNanos() {
+        return 2 * client.executor().timeout().toNanos();
+    }
+
+    private AcquireEngine.Acquisition start(long waitNanos) {
+        client.checkOpen();
+        return client.engine().acquire(new ZeroWatch(), channel, PubSubService.WAKE_ALL, waitNanos);
+    }
+
+    /** One await's attempts: read the count; zero grants. */
+    private final class ZeroWatch implements AcquireEngine.Attempt {
+        private boolean announcedNewCountOrDeletion;
+
+        @Override
+        public void messageSeen(String message) {
+            announcedNewCountOrDeletion = NEW_COUNT_OR_DELETED_MESSAGE.equals(message);
+        }
+
+        @Override
+        public CompletableFuture<AcquireEngine.Outcome> attempt() {
+            return client.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
+                if (value == null && announcedNewCountOrDeletion) {
+                    throw new SynchronizerDeletedException(name, "count-down latch '" + name
+                            + "' was deleted while this caller was waiting for it to reach zero");
+                }
+                if (value == null || Long.parseLong(value) <= 0) {
+                    return AcquireEngine.Outcome.GRANTED;
+                }
+                announcedNewCountOrDeletion = false;
+                return new AcquireEngine.Outcome(false, RECHECK_MS);
+            });
+        }
+
+        @Override
+        public CompletableFuture<?> abandonUnknown() {
+            return CompletableFuture.completedFuture(null); // a read changes nothing
+        }
+
+        @Override
+        public CompletableFuture<?> releaseGranted() {
+            return CompletableFuture.completedFuture(null); // nothing is held
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "BatonCountDownLatch{" + name + "}";
+    }
+}

@@ -1,0 +1,215 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The count-down latch, the way users coordinate batch workers, on one real Redis. */
+@ExtendWith(RedisExtension.class)
+class CountDownLatchTest {
+    private final RedisServer redis;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Baton coordinator;
+    private List<Baton> workers;
+
+    CountDownLatchTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        coordinator = clients.open(redis);
+        workers = List.of(clients.open(redis), clients.open(redis));
+    }
+
+    @AfterEach
+    void close() {
+        threads.shutdownNow();
+        clients.close();
+    }
+
+    @Test
+    void aCoordinatorAwaitsABatchOfWorkersInTwoClients() throws Exception {
+        int workerCount = 6;
+        BatonCountDownLatch done = coordinator.countDownLatch("batch-done");
+        assertTrue(done.trySetCount(workerCount));
+        Set<Integer> results = ConcurrentHashMap.newKeySet();
+        for (int w = 0; w < workerCount; w++) {
+            int id = w;
+            Baton client = workers.get(w % 2);
+            threads.submit(() -> {
+                results.add(id * id); // the work
+                client.countDownLatch("batch-done").countDown();
+                return null;
+            });
+        }
+        assertTrue(done.await(30, TimeUnit.SECONDS));
+        assertEquals(Set.of(0, 1, 4, 9, 16, 25), results);
+        assertEquals(0, done.getCount());
+        assertEquals(0L, redis.command("EXISTS", "batch-done"));
+    }
+
+    @Test
+    void aStartGateReleasesEveryWorkerTogether() throws Exception {
+        BatonCountDownLatch gate = coordinator.countDownLatch("start-gate");
+        assertTrue(gate.trySetCount(1));
+        AtomicInteger started = new AtomicInteger();
+        List<Future<?>> running = new ArrayList<>();
+        for (int w = 0; w < 4; w++) {
+            Baton client = workers.get(w % 2);
+            running.add(threads.submit(() -> {
+                client.countDownLatch("start-gate").await();
+                started.incrementAndGet();
+                return null;
+            }));
+        }
+        awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 2); // one per worker client
+        assertEquals(0, started.get(), "nobody starts before the gate opens");
+        gate.countDown();
+        for (Future<?> f : running) {
+            f.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals(4, started.get());
+        awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 0);
+    }
+
+    @Test
+    void awaitTimesOutAndLeavesNoSubscription() throws Exception {
+        coordinator.countDownLatch("slow").trySetCount(1);
+        assertFalse(workers.get(0).countDownLatch("slow").await(200, TimeUnit.MILLISECONDS));
+        assertEquals(0L, subscribers("redisson_countdownlatch__channel__{slow}"));
+    }
+
+    @Test
+    void anInterruptedAwaitThrowsAndLeavesNoSubscription() throws Exception {
+        coordinator.countDownLatch("interrupted").trySetCount(1);
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                workers.get(0).countDownLatch("interrupted").await();
+                outcome.complete(null);
+            } catch (Throwable t) {
+                outcome.complete(t);
+            }
+        });
+        waiter.start();
+        awaitSubscribers("redisson_countdownlatch__channel__{interrupted}", 1);
+        waiter.interrupt();
+        assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
+        assertEquals(0L, subscribers("redisson_countdownlatch__channel__{interrupted}"));
+    }
+
+    @Test
+    void deletingTheLatchReleasesWaitersWithAnException() throws Exception {
+        coordinator.countDownLatch("doomed").trySetCount(3);
+        List<Future<?>> waiting = new ArrayList<>();
+        for (Baton client : workers) {
+            waiting.add(threads.submit(() -> {
+                client.countDownLatch("doomed").await();
+                return null;
+            }));
+        }
+        CompletableFuture<Void> async = workers.get(0).countDownLatch("doomed").awaitAsync().toCompletableFuture();
+        awaitSubscribers("redisson_countdownlatch__channel__{doomed}", 2);
+        assertTrue(coordinator.countDownLatch("doomed").delete());
+        for (Future<?> f : waiting) {
+            ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof SynchronizerDeletedException, String.valueOf(e.getCause()));
+            assertEquals("doomed", ((SynchronizerDeletedException) e.getCause()).name());
+        }
+        ExecutionException e = assertThrows(ExecutionException.class, () -> async.get(10, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof SynchronizerDeletedException, String.valueOf(e.getCause()));
+        assertFalse(coordinator.countDownLatch("doomed").delete(), "gone already");
+    }
+
+    @Test
+    void aLatchCanBeReusedForASecondRound() throws Exception {
+        BatonCountDownLatch latch = coordinator.countDownLatch("rounds");
+        for (int round = 1; round <= 2; round++) {
+            assertTrue(latch.trySetCount(2), "round " + round);
+            assertFalse(latch.trySetCount(5), "armed already");
+            assertEquals(2, latch.getCount());
+            Future<Boolean> waiter = threads.submit(() -> workers.get(0).countDownLatch("rounds").await(10, TimeUnit.SECONDS));
+            latch.countDown();
+            workers.get(1).countDownLatch("rounds").countDown();
+            assertTrue(waiter.get(15, TimeUnit.SECONDS));
+            assertEquals(0, latch.getCount());
+        }
+    }
+
+    @Test
+    void countDownOnAnAbsentLatchIsANoOpAndAwaitReturnsAtOnce() throws Exception {
+        BatonCountDownLatch latch = coordinator.countDownLatch("never-armed");
+        latch.countDown();
+        assertEquals(0, latch.getCount());
+        assertEquals(0L, redis.command("EXISTS", "never-armed"));
+        assertTrue(latch.await(0, TimeUnit.SECONDS));
+        latch.await();
+        assertEquals(0L, subscribers("redisson_countdownlatch__channel__{never-armed}"));
+    }
+
+    @Test
+    void asyncAwaitCompletesAtZeroAndCancellingUnsubscribes() throws Exception {
+        BatonCountDownLatch latch = coordinator.countDownLatch("async");
+        latch.trySetCount(1);
+        CompletableFuture<Void> cancelled = workers.get(0).countDownLatch("async").awaitAsync().toCompletableFuture();
+        awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
+        cancelled.cancel(true);
+        awaitSubscribers("redisson_countdownlatch__channel__{async}", 0);
+        CompletableFuture<Void> waiting = workers.get(1).countDownLatch("async").awaitAsync().toCompletableFuture();
+        awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
+        latch.countDownAsync().toCompletableFuture().get(5, TimeUnit.SECONDS);
+        waiting.get(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void badInputIsRefusedByName() {
+        BatonCountDownLatch latch = coordinator.countDownLatch("bad");
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> latch.trySetCount(0)).getMessage().contains("count"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> latch.await(-1, TimeUnit.SECONDS))
+                .getMessage().contains("timeout"));
+        assertThrows(NullPointerException.class, () -> coordinator.countDownLatch(null));
+        redis.command("RPUSH", "a-list", "x");
+        WrongTypeException e = assertThrows(WrongTypeException.class, () -> coordinator.countDownLatch("a-list").getCount());
+        assertEquals("a-list", e.key());
+        assertThrows(WrongTypeException.class, () -> coordinator.countDownLatch("a-list").countDown());
+        assertThrows(WrongTypeException.class, () -> coordinator.countDownLatch("a-list").trySetCount(1));
+        assertEquals(1L, redis.command("LLEN", "a-list"));
+    }
+
+    private long subscribers(String channel) {
+        return (Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1);
+    }
+
+    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (subscribers(channel) != expected) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(channel + " has " + subscribers(channel) + " subscribers, expected " + expected);
+            }
+            Thread.sleep(5);
+        }
+    }
+}
