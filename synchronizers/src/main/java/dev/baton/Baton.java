@@ -79,6 +79,17 @@ public interface Baton extends AutoCloseable {
     BatonLock lock(String name);
 
     /**
+     * The fair lock with this name: granted in arrival order, handed directly to the next live
+     * waiter on release. Same API as {@link #lock(String)}; its own Redis layout (the lock hash
+     * at the name plus {@code baton_fair_*:{name}} keys), not shared with Redisson's fair lock.
+     *
+     * @throws NullPointerException     if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonLock fairLock(String name);
+
+    /**
      * The count-down latch with this name (also its Redis key), Redisson-compatible.
      *
      * @throws NullPointerException     if {@code name} is null

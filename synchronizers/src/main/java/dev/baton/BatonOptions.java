@@ -22,12 +22,15 @@ public final class BatonOptions {
     public static final Duration DEFAULT_WATCHDOG_TIMEOUT = Duration.ofSeconds(30);
     /** Default number of leases renewed by one script call. */
     public static final int DEFAULT_RENEWAL_BATCH_SIZE = 100;
+    /** Default time after which a fair-lock waiter that stopped checking in is skipped. */
+    public static final Duration DEFAULT_FAIR_LOCK_WAITER_TIMEOUT = Duration.ofSeconds(10);
 
     private final List<String> redisUris;
     private final boolean cluster;
     private final Duration commandTimeout;
     private final Duration watchdogTimeout;
     private final int renewalBatchSize;
+    private final Duration fairLockWaiterTimeout;
     private final LeaseLostListener leaseLostListener;
 
     private BatonOptions(Builder b) {
@@ -36,6 +39,7 @@ public final class BatonOptions {
         this.commandTimeout = b.commandTimeout;
         this.watchdogTimeout = b.watchdogTimeout;
         this.renewalBatchSize = b.renewalBatchSize;
+        this.fairLockWaiterTimeout = b.fairLockWaiterTimeout;
         this.leaseLostListener = b.leaseLostListener;
     }
 
@@ -74,6 +78,15 @@ public final class BatonOptions {
         return renewalBatchSize;
     }
 
+    /**
+     * How long a fair-lock waiter may go without checking in (it does so every third of this)
+     * before it is considered dead and skipped; also how long a waiter that was handed the lock
+     * has to claim it.
+     */
+    public Duration fairLockWaiterTimeout() {
+        return fairLockWaiterTimeout;
+    }
+
     /** The listener told about lost leases, or {@code null}. */
     public LeaseLostListener leaseLostListener() {
         return leaseLostListener;
@@ -87,6 +100,7 @@ public final class BatonOptions {
         b.commandTimeout = commandTimeout;
         b.watchdogTimeout = watchdogTimeout;
         b.renewalBatchSize = renewalBatchSize;
+        b.fairLockWaiterTimeout = fairLockWaiterTimeout;
         b.leaseLostListener = leaseLostListener;
         return b;
     }
@@ -106,6 +120,7 @@ public final class BatonOptions {
         private Duration commandTimeout = DEFAULT_COMMAND_TIMEOUT;
         private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
         private int renewalBatchSize = DEFAULT_RENEWAL_BATCH_SIZE;
+        private Duration fairLockWaiterTimeout = DEFAULT_FAIR_LOCK_WAITER_TIMEOUT;
         private LeaseLostListener leaseLostListener;
 
         private Builder() {
@@ -157,6 +172,16 @@ public final class BatonOptions {
                 throw new IllegalArgumentException("renewalBatchSize must be between 1 and 10000, was " + size);
             }
             this.renewalBatchSize = size;
+            return this;
+        }
+
+        /** The fair-lock waiter timeout (default 10 s); at least 300 ms. */
+        public Builder fairLockWaiterTimeout(Duration timeout) {
+            positive(timeout, "fairLockWaiterTimeout");
+            if (timeout.toMillis() < 300) {
+                throw new IllegalArgumentException("fairLockWaiterTimeout must be at least 300 ms, was " + timeout);
+            }
+            this.fairLockWaiterTimeout = timeout;
             return this;
         }
 

@@ -2,8 +2,9 @@ package dev.baton;
 
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -16,7 +17,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * The lost-update workload: 2 Baton clients x 4 threads each do an unsynchronized
+ * The lost-update workload, for the reentrant and the fair lock: 2 Baton clients x 4 threads
+ * each do an unsynchronized
  * read-modify-write of a shared counter inside the lock. Without mutual exclusion updates are
  * lost (the read and the write are separated by a yield to widen the window) and the overlap
  * detector sees two holders at once.
@@ -36,14 +38,16 @@ class LostUpdateTest {
         this.redis = redis;
     }
 
-    @Test
-    void noUpdateIsLostOverTenThousandAcquisitions() throws Exception {
+    @ParameterizedTest(name = "fair={0}")
+    @ValueSource(booleans = {false, true})
+    void noUpdateIsLostOverTenThousandAcquisitions(boolean fair) throws Exception {
         redis.command("FLUSHALL");
         ExecutorService pool = Executors.newFixedThreadPool(CLIENTS * THREADS_PER_CLIENT);
         try (Clients clients = new Clients()) {
             List<Future<?>> workers = new ArrayList<>();
             for (int c = 0; c < CLIENTS; c++) {
-                BatonLock lock = clients.open(redis).lock("ledger");
+                Baton baton = clients.open(redis);
+                BatonLock lock = fair ? baton.fairLock("ledger") : baton.lock("ledger");
                 for (int t = 0; t < THREADS_PER_CLIENT; t++) {
                     workers.add(pool.submit(() -> {
                         for (int i = 0; i < ACQUISITIONS_PER_THREAD; i++) {
@@ -67,6 +71,7 @@ class LostUpdateTest {
         assertEquals((long) CLIENTS * THREADS_PER_CLIENT * ACQUISITIONS_PER_THREAD, counter);
         assertEquals(1, maxInside.get(), "two holders were inside the critical section at once");
         assertEquals(0L, redis.command("EXISTS", "ledger"));
+        assertEquals(List.of(), redis.command("KEYS", "*ledger*"), "no key left behind");
     }
 
     private void criticalSection() {

@@ -34,7 +34,13 @@ public enum Script {
     /** Count a latch down by one. */
     LATCH_COUNT_DOWN("latch_count_down.lua"),
     /** Delete a count-down latch and tell its waiters. */
-    LATCH_DELETE("latch_delete.lua");
+    LATCH_DELETE("latch_delete.lua"),
+    /** Take a fair lock in arrival order, or join and stay alive in its queue. */
+    FAIR_ACQUIRE("fair_acquire.lua"),
+    /** Give back one hold of a fair lock (handing it to the next live waiter), or leave the queue. */
+    FAIR_RELEASE("fair_release.lua"),
+    /** Delete a fair lock whoever holds it and hand it to the next live waiter. */
+    FAIR_FORCE_UNLOCK("fair_force_unlock.lua");
 
     private final String fileName;
     private final String text;

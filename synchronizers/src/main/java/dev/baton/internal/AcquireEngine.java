@@ -31,8 +31,9 @@ import java.util.function.ToIntFunction;
  *     arrives after the cancel is handed back through Attempt.releaseGranted(); unsubscribe;
  *   - an attempt failed without a reply (timeout, connection lost): it may still have been
  *     applied, so Attempt.abandonUnknown() undoes it idempotently; unsubscribe; fail.
- * `finished` completes only after all clean-up commands were answered, so a caller that waits
- * for it knows nothing is left behind in Redis.
+ * A wait that ends without a grant completes its result only after all clean-up commands were
+ * answered, so a caller told "timed out" (or "failed") knows nothing is left behind in Redis; a
+ * grant is reported at once and its unsubscribe goes on in the background.
  *
  * Only one step of an acquisition is in flight at a time, so the state below needs no locks:
  * the fields are handed from one completion callback to the next.
@@ -59,6 +60,19 @@ final class AcquireEngine {
          * recipes whose messages carry meaning beyond "try again" (a deleted latch, say).
          */
         default void messageSeen(String message) {
+        }
+
+        /**
+         * The acquisition ends without a grant (timed out, cancelled, failed): take back whatever
+         * the attempts left in Redis while waiting (a queue entry, say). Completes when done.
+         */
+        default CompletableFuture<?> leave() {
+            return CompletableFuture.completedFuture(null);
+        }
+
+        /** The tag this acquisition's waiter answers to, for {@link PubSubService#WAKE_TAGGED}. */
+        default String waiterTag() {
+            return null;
         }
     }
 
@@ -167,7 +181,7 @@ final class AcquireEngine {
 
         private void step() {
             if (cancelled) {
-                finish(null, new CancellationException("acquisition cancelled"));
+                finish(false, new CancellationException("acquisition cancelled"));
                 return;
             }
             CompletableFuture<Outcome> tried;
@@ -181,7 +195,7 @@ final class AcquireEngine {
                 }
                 tried = attempt.attempt();
             } catch (RuntimeException e) {
-                finish(null, e);
+                finish(false, e);
                 return;
             }
             tried.whenComplete(this::afterAttempt);
@@ -193,13 +207,13 @@ final class AcquireEngine {
                 if (cause instanceof RedisUnavailableException) {
                     undo = attempt.abandonUnknown();
                 }
-                finish(null, cause);
+                finish(false, cause);
                 return;
             }
             if (outcome.granted()) {
                 if (cancelled) {
                     undo = attempt.releaseGranted();
-                    finish(null, new CancellationException("acquisition cancelled"));
+                    finish(false, new CancellationException("acquisition cancelled"));
                 } else {
                     finish(true, null);
                 }
@@ -207,19 +221,19 @@ final class AcquireEngine {
             }
             long remaining = unlimited ? Long.MAX_VALUE : deadline - scheduler.nanoTime();
             if (remaining <= 0 || cancelled) {
-                finish(cancelled ? null : false, cancelled ? new CancellationException("acquisition cancelled") : null);
+                finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
                 return;
             }
             if (subscription == null) {
                 try {
-                    subscription = pubSub.subscribe(channel, wakeRule);
+                    subscription = pubSub.subscribe(channel, wakeRule, attempt.waiterTag());
                 } catch (RuntimeException e) {
-                    finish(null, e);
+                    finish(false, e);
                     return;
                 }
                 subscription.ready().whenComplete((ok, e) -> {
                     if (e != null) {
-                        finish(null, CommandExecutor.unwrap(e));
+                        finish(false, CommandExecutor.unwrap(e));
                     } else {
                         step();
                     }
@@ -248,17 +262,27 @@ final class AcquireEngine {
         }
 
         private void finish(Boolean acquired, Throwable error) {
+            boolean granted = error == null && Boolean.TRUE.equals(acquired);
+            if (!granted) {
+                CompletableFuture<?> before = undo;
+                undo = before.handle((ok, e) -> null).thenCompose(ignored -> attempt.leave());
+            }
             PubSubService.Subscription s = subscription;
             CompletableFuture<Void> left = s == null ? CompletableFuture.completedFuture(null) : s.close();
-            if (error != null) {
-                result.completeExceptionally(error);
-            } else if (!result.complete(acquired) && Boolean.TRUE.equals(acquired)) {
+            if (granted && !result.complete(true)) {
                 // The caller cancelled the result future between our grant and now.
                 undo = attempt.releaseGranted();
             }
             CompletableFuture.allOf(left, undo.handle((ok, e) -> null)).whenComplete((ok, e) -> {
                 if (e != null) {
                     log.debug("leaving channel {} failed", channel, e);
+                }
+                // A wait that ends without a grant reports only once its clean-up is done, so
+                // the caller never sees a queue entry or subscription it left behind.
+                if (error != null) {
+                    result.completeExceptionally(error);
+                } else if (!granted) {
+                    result.complete(false);
                 }
                 finished.complete(null);
             });

@@ -178,7 +178,14 @@ public final class BatonClient implements Baton {
     @Override
     public BatonLock lock(String name) {
         checkOpen();
-        return new RedisLock(this, name);
+        return new RedisLock(this, name, n -> new ReentrantRecipe(executor, n));
+    }
+
+    @Override
+    public BatonLock fairLock(String name) {
+        checkOpen();
+        long waiterLeaseMs = options.fairLockWaiterTimeout().toMillis();
+        return new RedisLock(this, name, n -> new FairRecipe(executor, n, waiterLeaseMs));
     }
 
     @Override
@@ -257,6 +264,11 @@ public final class BatonClient implements Baton {
     /** How many leases the watchdog renews (for tests). */
     int renewedLeases() {
         return renewals.size();
+    }
+
+    /** Renews one lease at once (a fair lock's claim); whether it is still held. */
+    CompletableFuture<Boolean> renewNow(Lease lease) {
+        return renew(List.of(lease), lease.leaseMs).thenApply(renewed -> renewed.get(0));
     }
 
     private CompletableFuture<List<Boolean>> renew(List<Lease> batch, long leaseMs) {

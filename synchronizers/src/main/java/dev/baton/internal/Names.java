@@ -31,6 +31,26 @@ final class Names {
         return "redisson_lock__channel:" + hashTagged(name);
     }
 
+    /** The fair lock's waiting queue (ZSET owner -> ticket): {@code baton_fair_queue:{name}}. */
+    static String fairQueue(String name) {
+        return "baton_fair_queue:" + hashTagged(name);
+    }
+
+    /** The fair lock's waiter deadlines (HASH owner -> ms): {@code baton_fair_waiters:{name}}. */
+    static String fairWaiters(String name) {
+        return "baton_fair_waiters:" + hashTagged(name);
+    }
+
+    /** The fair lock's ticket counter: {@code baton_fair_ticket:{name}}. */
+    static String fairTicket(String name) {
+        return "baton_fair_ticket:" + hashTagged(name);
+    }
+
+    /** The fair lock's hand-off channel (message = new holder): {@code baton_fair_lock:{name}}. */
+    static String fairChannel(String name) {
+        return "baton_fair_lock:" + hashTagged(name);
+    }
+
     /**
      * The count-down latch's channel, {@code redisson_countdownlatch__channel__{name}}: Redisson
      * always adds the braces here, even to a name that has some.

@@ -36,6 +36,11 @@ final class PubSubService implements AutoCloseable {
     static final ToIntFunction<String> WAKE_ONE = message -> 1;
     /** Wake every waiter on the channel. */
     static final ToIntFunction<String> WAKE_ALL = message -> Integer.MAX_VALUE;
+    /**
+     * Wake only the waiters whose tag is the message (the fair lock names the waiter it handed
+     * the lock to). Only waiters with that tag see the message at all.
+     */
+    static final ToIntFunction<String> WAKE_TAGGED = message -> Integer.MAX_VALUE;
 
     private final StatefulRedisPubSubConnection<String, String> connection;
     private final CommandExecutor executor;
@@ -64,7 +69,15 @@ final class PubSubService implements AutoCloseable {
      * @param wakeRule how many waiters a message on this channel wakes
      */
     Subscription subscribe(String channelName, ToIntFunction<String> wakeRule) {
-        Waiter waiter = new Waiter();
+        return subscribe(channelName, wakeRule, null);
+    }
+
+    /**
+     * Registers a waiter with a tag on a channel; with {@link #WAKE_TAGGED} only messages equal
+     * to the tag reach it.
+     */
+    Subscription subscribe(String channelName, ToIntFunction<String> wakeRule, String tag) {
+        Waiter waiter = new Waiter(tag);
         synchronized (channels) {
             if (closed) {
                 throw new IllegalStateException("Baton client is closed");
@@ -97,9 +110,11 @@ final class PubSubService implements AutoCloseable {
         }
         if (channel != null) {
             for (Waiter waiter : channel.waiters) {
-                waiter.saw(message);
+                if (waiter.concerns(message)) {
+                    waiter.saw(message);
+                }
             }
-            channel.wake(channel.wakeRule.applyAsInt(message));
+            channel.wake(channel.wakeRule.applyAsInt(message), message);
         }
     }
 
@@ -111,7 +126,7 @@ final class PubSubService implements AutoCloseable {
         if (channel != null && channel.confirmed) {
             // A re-subscription after a reconnect: messages sent meanwhile are lost, re-check.
             log.debug("re-subscribed to {} after a reconnect; waking its waiters to re-check", channelName);
-            channel.wake(Integer.MAX_VALUE);
+            channel.wake(Integer.MAX_VALUE, null);
         }
     }
 
@@ -120,7 +135,7 @@ final class PubSubService implements AutoCloseable {
             channel.waiters.remove(waiter);
             if (waiter.hasPendingSignal()) {
                 // The leaver was woken but will not act on it: pass the wake-up on.
-                channel.wake(1);
+                channel.wake(1, null);
             }
             if (!channel.waiters.isEmpty() || channels.get(channel.name) != channel) {
                 return CompletableFuture.completedFuture(null);
@@ -144,7 +159,7 @@ final class PubSubService implements AutoCloseable {
         synchronized (channels) {
             closed = true;
             for (Channel channel : channels.values()) {
-                channel.wake(Integer.MAX_VALUE);
+                channel.wake(Integer.MAX_VALUE, null);
             }
             channels.clear();
         }
@@ -194,11 +209,17 @@ final class PubSubService implements AutoCloseable {
             this.wakeRule = wakeRule;
         }
 
-        /** Rings up to {@code count} waiters that have no ring pending, oldest first. */
-        void wake(int count) {
+        /**
+         * Rings up to {@code count} waiters that have no ring pending, oldest first; with a
+         * message on a tagged channel only the waiters it concerns. A {@code null} message (a
+         * re-subscription, a close) concerns everybody.
+         */
+        void wake(int count, String message) {
+            boolean tagged = wakeRule == WAKE_TAGGED && message != null;
             int woken = 0;
             for (Iterator<Waiter> it = waiters.iterator(); it.hasNext() && woken < count; ) {
-                if (it.next().signal()) {
+                Waiter waiter = it.next();
+                if ((!tagged || waiter.concerns(message)) && waiter.signal()) {
                     woken++;
                 }
             }

@@ -3,7 +3,6 @@ package dev.baton.internal;
 import dev.baton.BatonLock;
 import dev.baton.LeaseLostException;
 import dev.baton.LockHold;
-import dev.baton.lua.Script;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -14,9 +13,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /*
- * The reentrant lock recipe: Redisson's layout (a HASH at the name, owner id -> hold count,
- * release announced with "0" on redisson_lock__channel:{name}), Baton's scripts, and the
- * shared acquire engine for waiting.
+ * The lock plumbing shared by every kind of Baton lock: the blocking API as thin waits on the
+ * async one, the async API with explicit owners, hold counts, leases and watchdog renewal, all
+ * on the shared acquire engine. What differs between kinds (scripts, channel, wake rule, a fair
+ * lock's queue and hand-off) is a LockRecipe.
  *
  * Hold counts are passed to the scripts. The acquire says "I believe I hold h"; the release
  * says "I believe I hold h". A re-sent copy of either finds the count already moved by one and
@@ -34,23 +34,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * calls abandonUnknown(), which sends a release that expects h + 1 holds: if the acquire ran,
  * the release undoes it; if it did not, the release finds h holds and changes nothing. Both go
  * over the same connection, so the undo can never overtake the acquire.
+ *
+ * A fair lock may hand the lock to a waiter directly: the waiter learns it from the message
+ * that woke it, records the grant without another round trip, and claims it (extends it from
+ * the short claim timeout to its own lease) in the background.
  */
 final class RedisLock implements BatonLock {
     private static final Logger log = LoggerFactory.getLogger(RedisLock.class);
-    private static final String UNLOCK_MESSAGE = "0";
 
     private final BatonClient client;
     private final String name;
-    private final String channel;
-    private final List<String> keys;
-    private final List<String> releaseKeys;
+    private final LockRecipe recipe;
 
-    RedisLock(BatonClient client, String name) {
+    RedisLock(BatonClient client, String name, java.util.function.Function<String, LockRecipe> recipe) {
         this.client = client;
         this.name = Names.requireName(name);
-        this.channel = Names.lockChannel(name);
-        this.keys = List.of(name);
-        this.releaseKeys = List.of(name, channel);
+        this.recipe = recipe.apply(name);
     }
 
     @Override
@@ -198,8 +197,7 @@ final class RedisLock implements BatonLock {
     @Override
     public CompletionStage<Boolean> forceUnlockAsync() {
         client.checkOpen();
-        return client.executor().<Long>eval(Script.LOCK_FORCE_UNLOCK, CommandExecutor.Reply.INTEGER,
-                releaseKeys, List.of(UNLOCK_MESSAGE)).thenApply(deleted -> deleted == 1L);
+        return recipe.forceUnlock();
     }
 
     @Override
@@ -211,7 +209,7 @@ final class RedisLock implements BatonLock {
     // ---- the recipe ------------------------------------------------------------------------
 
     /** A requested lease: watchdog mode, or a fixed time in milliseconds. */
-    private record LeaseRequest(boolean watchdog, long ms) {
+    record LeaseRequest(boolean watchdog, long ms) {
     }
 
     private LeaseRequest watchdog() {
@@ -249,39 +247,57 @@ final class RedisLock implements BatonLock {
 
     private AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
         client.checkOpen();
-        return client.engine().acquire(new LockAttempt(owner(ownerId), lease), channel, PubSubService.WAKE_ONE, waitNanos);
+        return client.engine().acquire(new LockAttempt(owner(ownerId), lease, waitNanos != 0), recipe.channel(),
+                recipe.wakeRule(), waitNanos);
     }
 
     /** One acquisition's attempts; remembers the hold count it last asked with. */
     private final class LockAttempt implements AcquireEngine.Attempt {
         private final String owner;
         private final LeaseRequest lease;
+        private final boolean willWait;
         private int heldBefore;
+        private boolean handedOver;
 
-        LockAttempt(String owner, LeaseRequest lease) {
+        LockAttempt(String owner, LeaseRequest lease, boolean willWait) {
             this.owner = owner;
             this.lease = lease;
+            this.willWait = willWait;
+        }
+
+        @Override
+        public String waiterTag() {
+            return recipe.waiterTag(owner);
+        }
+
+        @Override
+        public void messageSeen(String message) {
+            handedOver |= recipe.handedTo(owner, message);
         }
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
+            client.checkOpen();
             heldBefore = client.leases().holds(name, owner);
-            return client.executor().<List<Object>>eval(Script.LOCK_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
-                            List.of(Long.toString(lease.ms()), owner, Integer.toString(heldBefore)))
-                    .thenApply(reply -> {
-                        long value = (Long) reply.get(1);
-                        if ((Long) reply.get(0) == 1L) {
-                            client.leases().granted(name, owner, (int) value, lease.ms(), lease.watchdog());
-                            return AcquireEngine.Outcome.GRANTED;
-                        }
-                        return new AcquireEngine.Outcome(false, value);
-                    });
+            if (handedOver && heldBefore == 0) {
+                // The release that woke us already made us the holder: no round trip needed.
+                Lease granted = client.leases().granted(name, owner, 1, lease.ms(), lease.watchdog());
+                claim(granted);
+                return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
+            }
+            return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
+                if (grant.granted()) {
+                    client.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(), lease.watchdog());
+                    return AcquireEngine.Outcome.GRANTED;
+                }
+                return new AcquireEngine.Outcome(false, grant.holdsOrRetryMs());
+            });
         }
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
             // Undo the acquire if it ran: a release that expects one hold more than we had.
-            return sendRelease(owner, heldBefore + 1, lease.ms())
+            return recipe.release(owner, heldBefore + 1, lease.ms())
                     .whenComplete((r, e) -> log.debug("undo of an unanswered acquire of '{}' by {}: {}", name, owner,
                             e == null ? "reply " + r.value() : e.toString()));
         }
@@ -293,6 +309,28 @@ final class RedisLock implements BatonLock {
                 return null;
             });
         }
+
+        @Override
+        public CompletableFuture<?> leave() {
+            if (client.leases().holds(name, owner) > 0) {
+                return CompletableFuture.completedFuture(null);
+            }
+            return recipe.leave(owner).exceptionally(e -> {
+                log.debug("leaving the wait for '{}' by {} failed", name, owner, e);
+                return null;
+            });
+        }
+    }
+
+    /** Confirms a handed-off grant, extending it from the claim timeout to our own lease. */
+    private void claim(Lease granted) {
+        client.renewNow(granted).whenComplete((held, e) -> {
+            if (e == null && !held) {
+                client.leases().lost(granted, "the lock was handed to this owner but passed on before it was claimed");
+            } else if (e != null) {
+                log.debug("claiming the hand-off of '{}' by {} failed: {}", name, granted.owner, e.toString());
+            }
+        });
     }
 
     private CompletableFuture<Void> release(long ownerId) {
@@ -316,7 +354,7 @@ final class RedisLock implements BatonLock {
         } else {
             lease.holds = heldBefore - 1;
         }
-        return sendRelease(owner, heldBefore, lease.leaseMs).thenApply(delivered -> {
+        return recipe.release(owner, heldBefore, lease.leaseMs).thenApply(delivered -> {
             long left = delivered.value();
             if (left >= 0) {
                 return null;
@@ -330,10 +368,6 @@ final class RedisLock implements BatonLock {
         });
     }
 
-    private CompletableFuture<CommandExecutor.Delivered<Long>> sendRelease(String owner, int heldBefore, long leaseMs) {
-        return client.executor().evalTracked(Script.LOCK_RELEASE, CommandExecutor.Reply.INTEGER, releaseKeys,
-                List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), UNLOCK_MESSAGE));
-    }
 
     private LeaseLostException leaseLost(String owner, String reason) {
         return new LeaseLostException(name, "lock '" + name + "' was held by " + owner + " but its lease was lost: " + reason);
@@ -341,7 +375,7 @@ final class RedisLock implements BatonLock {
 
     @Override
     public String toString() {
-        return "BatonLock{" + name + "}";
+        return "BatonLock{" + name + ", " + recipe + "}";
     }
 
     /** try-with-resources handle for one hold. */

@@ -10,9 +10,25 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * lost, at the price of an occasional extra attempt.
  */
 final class Waiter {
+    private final String tag;
     private final AtomicBoolean pending = new AtomicBoolean();
     private volatile CompletableFuture<Void> parked;
     private volatile String lastMessage;
+
+    /** A waiter that any message concerns. */
+    Waiter() {
+        this(null);
+    }
+
+    /** A waiter that only messages equal to {@code tag} concern (e.g. its owner id). */
+    Waiter(String tag) {
+        this.tag = tag;
+    }
+
+    /** Whether {@code message} concerns this waiter. */
+    boolean concerns(String message) {
+        return tag == null || tag.equals(message);
+    }
 
     /** Remembers the latest message seen on the channel, whether or not it rings this waiter. */
     void saw(String message) {

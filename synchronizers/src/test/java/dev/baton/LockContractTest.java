@@ -21,9 +21,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The reentrant lock's contract, with two clients on one real Redis. */
+/**
+ * The lock contract every kind of Baton lock keeps, with two clients on one real Redis. Each
+ * kind runs it through a subclass that says how to obtain the lock and what its channel is.
+ */
 @ExtendWith(RedisExtension.class)
-class LockTest {
+abstract class LockContractTest {
     private static final Duration NO_HANG = Duration.ofSeconds(20);
 
     private final RedisServer redis;
@@ -32,9 +35,15 @@ class LockTest {
     private Baton a;
     private Baton b;
 
-    LockTest(RedisServer redis) {
+    LockContractTest(RedisServer redis) {
         this.redis = redis;
     }
+
+    /** The lock of the kind under test. */
+    abstract BatonLock lock(Baton baton, String name);
+
+    /** The pub/sub channel waiters of this kind subscribe to. */
+    abstract String channel(String name);
 
     @BeforeEach
     void open() {
@@ -55,24 +64,24 @@ class LockTest {
 
     @Test
     void lockIsExclusiveAcrossClientsAndStoredRedissonStyle() throws Exception {
-        BatonLock lock = a.lock("orders");
+        BatonLock lock = lock(a, "orders");
         lock.lock();
         assertEquals("1", redis.command("HGET", "orders", owner(a, Thread.currentThread().getId())));
         long ttl = (Long) redis.command("PTTL", "orders");
         assertTrue(ttl > 20_000 && ttl <= 30_000, "watchdog lease, ttl " + ttl);
-        assertFalse(threads.submit(() -> b.lock("orders").tryLock()).get());
+        assertFalse(threads.submit(() -> lock(b, "orders").tryLock()).get());
         assertTrue(lock.isLocked());
-        assertTrue(b.lock("orders").isLocked());
+        assertTrue(lock(b, "orders").isLocked());
         assertTrue(lock.isHeldByCurrentThread());
-        assertFalse(threads.submit(() -> a.lock("orders").isHeldByCurrentThread()).get());
+        assertFalse(threads.submit(() -> lock(a, "orders").isHeldByCurrentThread()).get());
         lock.unlock();
         assertEquals(0L, redis.command("EXISTS", "orders"));
-        assertTrue(threads.submit(() -> b.lock("orders").tryLock()).get());
+        assertTrue(threads.submit(() -> lock(b, "orders").tryLock()).get());
     }
 
     @Test
     void reentrantHoldsAreCountedAndReleasedOneByOne() {
-        BatonLock lock = a.lock("reentrant");
+        BatonLock lock = lock(a, "reentrant");
         lock.lock();
         lock.lock();
         assertTrue(lock.tryLock());
@@ -88,35 +97,35 @@ class LockTest {
 
     @Test
     void aWaiterIsWokenByTheReleaseNotByTheLease() throws Exception {
-        BatonLock held = a.lock("handoff");
+        BatonLock held = lock(a, "handoff");
         held.lock(); // watchdog lease: 30 s, far beyond this test's bound
-        Future<Boolean> waiter = threads.submit(() -> b.lock("handoff").tryLock(15, TimeUnit.SECONDS));
-        awaitSubscribers("redisson_lock__channel:{handoff}", 1);
+        Future<Boolean> waiter = threads.submit(() -> lock(b, "handoff").tryLock(15, TimeUnit.SECONDS));
+        awaitSubscribers(channel("handoff"), 1);
         held.unlock();
         assertTrue(waiter.get(10, TimeUnit.SECONDS));
     }
 
     @Test
     void tryLockTimesOutWithoutLeavingASubscription() throws Exception {
-        a.lock("busy").lock();
-        assertFalse(threads.submit(() -> b.lock("busy").tryLock(200, TimeUnit.MILLISECONDS)).get());
-        assertEquals(0L, subscribers("redisson_lock__channel:{busy}"));
+        lock(a, "busy").lock();
+        assertFalse(threads.submit(() -> lock(b, "busy").tryLock(200, TimeUnit.MILLISECONDS)).get());
+        assertEquals(0L, subscribers(channel("busy")));
     }
 
     @Test
     void aLeaseExpiresWithoutRenewal() throws Exception {
-        BatonLock lock = a.lock("leased");
+        BatonLock lock = lock(a, "leased");
         lock.lock(300, TimeUnit.MILLISECONDS);
         long ttl = (Long) redis.command("PTTL", "leased");
         assertTrue(ttl > 0 && ttl <= 300, "ttl " + ttl);
-        assertTrue(threads.submit(() -> b.lock("leased").tryLock(10, TimeUnit.SECONDS)).get());
+        assertTrue(threads.submit(() -> lock(b, "leased").tryLock(10, TimeUnit.SECONDS)).get());
         LeaseLostException lost = assertThrows(LeaseLostException.class, lock::unlock);
         assertEquals("leased", lost.lockName());
     }
 
     @Test
     void unlockWithoutHoldingIsIllegalMonitorState() {
-        BatonLock lock = a.lock("never");
+        BatonLock lock = lock(a, "never");
         IllegalMonitorStateException e = assertThrows(IllegalMonitorStateException.class, lock::unlock);
         assertFalse(e instanceof LeaseLostException, "never held is not a lost lease");
         assertTrue(e.getMessage().contains("never"), e.getMessage());
@@ -124,17 +133,17 @@ class LockTest {
 
     @Test
     void forceUnlockFreesTheLockAndTheFormerHolderLearnsItLostTheLease() throws Exception {
-        BatonLock lock = a.lock("forced");
+        BatonLock lock = lock(a, "forced");
         lock.lock();
-        assertTrue(b.lock("forced").forceUnlock());
-        assertFalse(b.lock("forced").forceUnlock());
-        assertTrue(threads.submit(() -> b.lock("forced").tryLock()).get());
+        assertTrue(lock(b, "forced").forceUnlock());
+        assertFalse(lock(b, "forced").forceUnlock());
+        assertTrue(threads.submit(() -> lock(b, "forced").tryLock()).get());
         assertThrows(LeaseLostException.class, lock::unlock);
     }
 
     @Test
     void tryWithResourcesReleases() {
-        BatonLock lock = a.lock("scoped");
+        BatonLock lock = lock(a, "scoped");
         try (LockHold held = lock.acquire()) {
             assertEquals("scoped", held.lockName());
             assertTrue(lock.isHeldByCurrentThread());
@@ -144,7 +153,7 @@ class LockTest {
 
     @Test
     void asyncOwnerMayLockOnOneThreadAndUnlockOnAnother() throws Exception {
-        BatonLock lock = a.lock("async");
+        BatonLock lock = lock(a, "async");
         long ownerId = 4242;
         lock.lockAsync(ownerId).toCompletableFuture().get(5, TimeUnit.SECONDS);
         assertTrue(lock.isHeldByThread(ownerId));
@@ -157,19 +166,19 @@ class LockTest {
 
     @Test
     void cancellingAnAsyncWaitLeavesNothingBehind() throws Exception {
-        a.lock("cancel").lock();
-        BatonLock lock = b.lock("cancel");
+        lock(a, "cancel").lock();
+        BatonLock lock = lock(b, "cancel");
         CompletableFuture<Void> wait = lock.lockAsync(7).toCompletableFuture();
-        awaitSubscribers("redisson_lock__channel:{cancel}", 1);
+        awaitSubscribers(channel("cancel"), 1);
         wait.cancel(true);
-        awaitSubscribers("redisson_lock__channel:{cancel}", 0);
+        awaitSubscribers(channel("cancel"), 0);
         assertNull(redis.command("HGET", "cancel", owner(b, 7)));
     }
 
     @Test
     void interruptWhileWaitingThrowsAndLeavesNoHoldOrSubscription() throws Exception {
-        a.lock("interrupt").lock();
-        BatonLock lock = b.lock("interrupt");
+        lock(a, "interrupt").lock();
+        BatonLock lock = lock(b, "interrupt");
         CompletableFuture<Throwable> outcome = new CompletableFuture<>();
         Thread waiter = new Thread(() -> {
             try {
@@ -180,24 +189,24 @@ class LockTest {
             }
         });
         waiter.start();
-        awaitSubscribers("redisson_lock__channel:{interrupt}", 1);
+        awaitSubscribers(channel("interrupt"), 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, subscribers("redisson_lock__channel:{interrupt}"));
+        assertEquals(0L, subscribers(channel("interrupt")));
         assertNull(redis.command("HGET", "interrupt", owner(b, waiter.getId())));
     }
 
     @Test
     void uninterruptibleLockKeepsWaitingAndRestoresTheFlag() throws Exception {
-        BatonLock held = a.lock("uninterruptible");
+        BatonLock held = lock(a, "uninterruptible");
         held.lock();
         CompletableFuture<Boolean> flagAfter = new CompletableFuture<>();
         Thread waiter = new Thread(() -> {
-            b.lock("uninterruptible").lock();
+            lock(b, "uninterruptible").lock();
             flagAfter.complete(Thread.currentThread().isInterrupted());
         });
         waiter.start();
-        awaitSubscribers("redisson_lock__channel:{uninterruptible}", 1);
+        awaitSubscribers(channel("uninterruptible"), 1);
         waiter.interrupt();
         held.unlock();
         assertTrue(flagAfter.get(10, TimeUnit.SECONDS));
@@ -205,9 +214,9 @@ class LockTest {
 
     @Test
     void badArgumentsAreRefusedWithTheirNames() {
-        assertEquals("name", assertThrows(NullPointerException.class, () -> a.lock(null)).getMessage());
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> a.lock("  ")).getMessage().contains("name"));
-        BatonLock lock = a.lock("args");
+        assertEquals("name", assertThrows(NullPointerException.class, () -> lock(a, null)).getMessage());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> lock(a, "  ")).getMessage().contains("name"));
+        BatonLock lock = lock(a, "args");
         assertTrue(assertThrows(IllegalArgumentException.class, () -> lock.lock(0, TimeUnit.SECONDS))
                 .getMessage().contains("leaseTime"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> lock.tryLock(-1, TimeUnit.SECONDS))
@@ -222,29 +231,29 @@ class LockTest {
     @Test
     void aNameHoldingAnotherTypeIsReportedByKey() {
         redis.command("RPUSH", "a-list", "x");
-        WrongTypeException e = assertThrows(WrongTypeException.class, () -> a.lock("a-list").tryLock());
+        WrongTypeException e = assertThrows(WrongTypeException.class, () -> lock(a, "a-list").tryLock());
         assertEquals("a-list", e.key());
         assertTrue(e.getMessage().contains("a-list"), e.getMessage());
-        assertThrows(WrongTypeException.class, () -> a.lock("a-list").forceUnlock());
+        assertThrows(WrongTypeException.class, () -> lock(a, "a-list").forceUnlock());
         assertEquals(1L, redis.command("LLEN", "a-list"));
     }
 
     @Test
     void aClosedClientRefusesWork() {
         Baton closed = clients.open(redis);
-        BatonLock lock = closed.lock("closed");
+        BatonLock lock = lock(closed, "closed");
         closed.close();
         closed.close();
         assertThrows(IllegalStateException.class, lock::tryLock);
-        assertThrows(IllegalStateException.class, () -> closed.lock("other"));
+        assertThrows(IllegalStateException.class, () -> lock(closed, "other"));
     }
 
     @Test
     void closingTheClientReleasesWaitersWithAnException() throws Exception {
-        a.lock("closing").lock();
+        lock(a, "closing").lock();
         Baton closing = clients.open(redis);
-        Future<?> waiter = threads.submit(() -> closing.lock("closing").lock());
-        awaitSubscribers("redisson_lock__channel:{closing}", 1);
+        Future<?> waiter = threads.submit(() -> lock(closing, "closing").lock());
+        awaitSubscribers(channel("closing"), 1);
         closing.close();
         Exception e = assertThrows(Exception.class, () -> waiter.get(10, TimeUnit.SECONDS));
         assertTrue(e.getCause() instanceof IllegalStateException, String.valueOf(e.getCause()));

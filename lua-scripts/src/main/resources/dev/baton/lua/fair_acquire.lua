@@ -1,0 +1,105 @@
+-- fair_acquire: take a fair lock in arrival order, or join (and stay alive in) its queue.
+-- Baton's own layout; not interoperable with Redisson's RFairLock (see docs/data-layout.md).
+--
+-- KEYS[1]  the lock name: HASH, field = owner id, value = hold count (as the reentrant lock)
+-- KEYS[2]  "baton_fair_queue:{<name>}": ZSET, member = waiting owner id, score = its ticket
+-- KEYS[3]  "baton_fair_waiters:{<name>}": HASH, owner id -> liveness deadline (server ms)
+-- KEYS[4]  "baton_fair_lock:{<name>}": channel; message = the owner the lock was handed to
+-- KEYS[5]  "baton_fair_ticket:{<name>}": STRING, the last ticket handed out
+-- ARGV[1]  lease in milliseconds for a grant to the caller
+-- ARGV[2]  owner id, "<clientId>:<threadId>"
+-- ARGV[3]  the hold count the caller believes it has before this call
+-- ARGV[4]  waiter lease in ms: a queued owner that has not called again within it is dead
+-- ARGV[5]  claim timeout in ms: the PEXPIRE of a lock handed to a waiter until it claims it
+-- ARGV[6]  1 = queue the caller if refused (it will wait); 0 = do not (tryLock without wait)
+--
+-- Reply    {1, holds}    granted (also when the lock had been handed to the caller)
+--          {0, retry}    refused; retry = ms until the caller should call again at the latest
+--                        (the holder's TTL, capped by the caller's need to stay alive)
+-- Publishes the owner id on KEYS[4] when the call hands a free lock to the live queue head.
+--
+-- Deadlines come from the Redis server's clock (TIME). Work per call is O(log N) in the queue
+-- length, plus the removal of dead heads found on the way (each removed once).
+-- Re-delivery: the caller's ticket is kept, and a count already at ARGV[3] + 1 is not raised.
+local name, queue, waiters, channel, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local lease, owner, expected = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local waiterLease, claimTimeout, mayQueue = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local function forget(who)
+  redis.call('zrem', queue, who)
+  redis.call('hdel', waiters, who)
+end
+
+local function liveHead()
+  for _ = 1, 100 do
+    local first = redis.call('zrange', queue, 0, 0)[1]
+    if not first then
+      return nil
+    end
+    local deadline = tonumber(redis.call('hget', waiters, first))
+    if deadline and deadline >= now then
+      return first
+    end
+    forget(first)
+  end
+  return nil
+end
+
+local function tidy()
+  if redis.call('zcard', queue) == 0 then
+    redis.call('del', queue, waiters, tickets)
+  end
+end
+
+local function enqueue()
+  if not redis.call('zscore', queue, owner) then
+    redis.call('zadd', queue, redis.call('incr', tickets), owner)
+  end
+  redis.call('hset', waiters, owner, now + waiterLease)
+end
+
+local held = redis.call('hget', name, owner)
+if held then
+  held = tonumber(held)
+  if held ~= expected + 1 then
+    held = redis.call('hincrby', name, owner, 1)
+  end
+  redis.call('pexpire', name, lease)
+  forget(owner)
+  tidy()
+  return {1, held}
+end
+
+local refreshBy = math.floor(waiterLease / 3)
+if redis.call('exists', name) == 1 then
+  if mayQueue then
+    enqueue()
+  end
+  local ttl = redis.call('pttl', name)
+  if ttl < 0 or ttl > refreshBy then
+    ttl = refreshBy
+  end
+  return {0, ttl}
+end
+
+local head = liveHead()
+if head == nil or head == owner then
+  redis.call('hset', name, owner, 1)
+  redis.call('pexpire', name, lease)
+  forget(owner)
+  tidy()
+  return {1, 1}
+end
+
+-- The lock is free but someone else is first in line: it is theirs.
+redis.call('hset', name, head, 1)
+redis.call('pexpire', name, claimTimeout)
+forget(head)
+redis.call('publish', channel, head)
+if mayQueue then
+  enqueue()
+end
+tidy()
+return {0, math.min(claimTimeout, refreshBy)}

@@ -1,0 +1,38 @@
+-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to the live queue head.
+--
+-- KEYS[1..5]  as fair_acquire.lua: lock hash, queue, waiters, channel, ticket counter
+-- ARGV[1]  claim timeout in ms for the hand-on to the next waiter
+--
+-- Reply    1 = the lock was held and was deleted; 0 = it was not held
+--          error WRONGTYPE when the name holds something other than a HASH (left alone)
+-- Publishes the next owner's id on KEYS[4] when the lock is handed on.
+local name, queue, waiters, channel, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local kind = redis.call('type', name).ok
+if kind ~= 'none' and kind ~= 'hash' then
+  return redis.error_reply('WRONGTYPE ' .. name .. ' holds a ' .. kind .. ', not a lock')
+end
+if kind == 'none' then
+  return 0
+end
+redis.call('del', name)
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+for _ = 1, 100 do
+  local first = redis.call('zrange', queue, 0, 0)[1]
+  if not first then
+    break
+  end
+  redis.call('zrem', queue, first)
+  local deadline = tonumber(redis.call('hget', waiters, first))
+  redis.call('hdel', waiters, first)
+  if deadline and deadline >= now then
+    redis.call('hset', name, first, 1)
+    redis.call('pexpire', name, tonumber(ARGV[1]))
+    redis.call('publish', channel, first)
+    break
+  end
+end
+if redis.call('zcard', queue) == 0 then
+  redis.call('del', queue, waiters, tickets)
+end
+return 1

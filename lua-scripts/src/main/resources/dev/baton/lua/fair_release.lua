@@ -1,0 +1,61 @@
+-- fair_release: give back one hold of a fair lock; the last hold hands the lock straight to
+-- the live head of the queue and wakes that waiter alone. Also how a waiter leaves (timed out,
+-- interrupted, cancelled): its queue entry is removed, and a lock handed to it that it never
+-- learnt about (ARGV[3] = 1 for an owner holding nothing locally) is passed on.
+--
+-- KEYS[1..5]  as fair_acquire.lua: lock hash, queue, waiters, channel, ticket counter
+-- ARGV[1]  lease in milliseconds, applied again while holds remain
+-- ARGV[2]  owner id
+-- ARGV[3]  the hold count the caller believes it has before this call (>= 1)
+-- ARGV[4]  claim timeout in ms: the PEXPIRE of the lock handed to the next waiter
+--
+-- Reply    -1      the owner holds nothing (never held, lease lost, or a re-delivered final
+--                  release that was applied already)
+--          n >= 0  holds the owner has left; 0 = released (handed on, or free)
+-- Publishes the next owner's id on KEYS[4] when the lock is handed on.
+--
+-- Dead waiters (liveness deadline passed, server clock) at the head are removed on the way.
+-- Re-delivery: a count already at ARGV[3] - 1 is left alone.
+local name, queue, waiters, channel, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, expected, claimTimeout = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('zrem', queue, owner)
+redis.call('hdel', waiters, owner)
+local held = redis.call('hget', name, owner)
+if not held then
+  if redis.call('zcard', queue) == 0 then
+    redis.call('del', queue, waiters, tickets)
+  end
+  return -1
+end
+held = tonumber(held)
+if held == expected - 1 then
+  return held
+end
+held = redis.call('hincrby', name, owner, -1)
+if held > 0 then
+  redis.call('pexpire', name, ARGV[1])
+  return held
+end
+redis.call('del', name)
+
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+for _ = 1, 100 do
+  local first = redis.call('zrange', queue, 0, 0)[1]
+  if not first then
+    break
+  end
+  redis.call('zrem', queue, first)
+  local deadline = tonumber(redis.call('hget', waiters, first))
+  redis.call('hdel', waiters, first)
+  if deadline and deadline >= now then
+    redis.call('hset', name, first, 1)
+    redis.call('pexpire', name, claimTimeout)
+    redis.call('publish', channel, first)
+    break
+  end
+end
+if redis.call('zcard', queue) == 0 then
+  redis.call('del', queue, waiters, tickets)
+end
+return 0

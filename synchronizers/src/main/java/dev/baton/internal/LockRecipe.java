@@ -1,0 +1,52 @@
+package dev.baton.internal;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.function.ToIntFunction;
+
+/**
+ * What makes one kind of lock different from another: its scripts, its channel and how its
+ * messages wake waiters. {@link RedisLock} does everything else (the blocking and async API,
+ * the hold counts, leases and renewal, the engine), the way the JDK's ReentrantLock forwards to
+ * a small Sync.
+ */
+interface LockRecipe {
+
+    /** The outcome of one acquire script call: granted with a hold count, or refused. */
+    record Grant(boolean granted, long holdsOrRetryMs) {
+    }
+
+    /** The channel waiters subscribe to. */
+    String channel();
+
+    /** How a message on {@link #channel()} wakes local waiters. */
+    ToIntFunction<String> wakeRule();
+
+    /**
+     * Runs the acquire script once.
+     *
+     * @param heldBefore the owner's hold count before this call, as the client knows it
+     * @param willWait   whether the caller will wait if refused (a fair lock then queues it)
+     */
+    CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait);
+
+    /** Runs the release script once; the reply is the holds left, or -1 if nothing was held. */
+    CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs);
+
+    /** Deletes the lock whoever holds it; whether it was held. */
+    CompletableFuture<Boolean> forceUnlock();
+
+    /** Whether {@code message} says the lock was handed to {@code owner} (direct hand-off). */
+    default boolean handedTo(String owner, String message) {
+        return false;
+    }
+
+    /** The tag a waiter of {@code owner} answers to ({@code null}: every message concerns it). */
+    default String waiterTag(String owner) {
+        return null;
+    }
+
+    /** A waiter that held nothing gives up: undo what its waiting left in Redis. */
+    default CompletableFuture<?> leave(String owner) {
+        return CompletableFuture.completedFuture(null);
+    }
+}

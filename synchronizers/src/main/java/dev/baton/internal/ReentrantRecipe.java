@@ -1,0 +1,61 @@
+package dev.baton.internal;
+
+import dev.baton.lua.Script;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.ToIntFunction;
+
+/**
+ * The reentrant (non-fair) lock: Redisson's RLock layout; a release publishes "0" and wakes one
+ * local waiter, who competes with everybody else for the lock.
+ */
+final class ReentrantRecipe implements LockRecipe {
+    private static final String UNLOCK_MESSAGE = "0";
+
+    private final CommandExecutor executor;
+    private final List<String> keys;
+    private final List<String> releaseKeys;
+    private final String channel;
+
+    ReentrantRecipe(CommandExecutor executor, String name) {
+        this.executor = executor;
+        this.channel = Names.lockChannel(name);
+        this.keys = List.of(name);
+        this.releaseKeys = List.of(name, channel);
+    }
+
+    @Override
+    public String channel() {
+        return channel;
+    }
+
+    @Override
+    public ToIntFunction<String> wakeRule() {
+        return PubSubService.WAKE_ONE;
+    }
+
+    @Override
+    public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
+        return executor.<List<Object>>eval(Script.LOCK_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
+                        List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore)))
+                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1)));
+    }
+
+    @Override
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs) {
+        return executor.evalTracked(Script.LOCK_RELEASE, CommandExecutor.Reply.INTEGER, releaseKeys,
+                List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), UNLOCK_MESSAGE));
+    }
+
+    @Override
+    public CompletableFuture<Boolean> forceUnlock() {
+        return executor.<Long>eval(Script.LOCK_FORCE_UNLOCK, CommandExecutor.Reply.INTEGER, releaseKeys,
+                List.of(UNLOCK_MESSAGE)).thenApply(deleted -> deleted == 1L);
+    }
+
+    @Override
+    public String toString() {
+        return "reentrant lock";
+    }
+}

@@ -1,0 +1,179 @@
+package dev.baton;
+
+import dev.baton.lua.Script;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** What only the fair lock promises: arrival order, direct hand-off, dead waiters skipped. */
+@ExtendWith(RedisExtension.class)
+class FairLockTest {
+    private static final String QUEUE = "baton_fair_queue:{%s}";
+
+    private final RedisServer redis;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Baton a;
+    private Baton b;
+
+    FairLockTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        BatonOptions options = BatonOptions.builder().redisUri(redis.uri())
+                .fairLockWaiterTimeout(Duration.ofMillis(1_500)).build();
+        a = clients.open(options);
+        b = clients.open(options);
+    }
+
+    @AfterEach
+    void close() {
+        threads.shutdownNow();
+        clients.close();
+    }
+
+    private long queued(String name) {
+        return (Long) redis.command("ZCARD", String.format(QUEUE, name));
+    }
+
+    private void awaitQueued(String name, long expected) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (queued(name) != expected) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(name + " has " + queued(name) + " queued, expected " + expected);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    @Test
+    void grantsFollowArrivalOrderAcrossClientsAndThreads() throws Exception {
+        BatonLock holder = a.fairLock("fifo");
+        holder.lock();
+        List<Integer> order = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            int id = i;
+            Baton client = i % 2 == 0 ? a : b;
+            waiters.add(threads.submit(() -> {
+                BatonLock lock = client.fairLock("fifo");
+                lock.lock();
+                try {
+                    order.add(id);
+                } finally {
+                    lock.unlock();
+                }
+                return null;
+            }));
+            awaitQueued("fifo", i + 1); // waiter i is in line before waiter i + 1 arrives
+        }
+        holder.unlock();
+        for (Future<?> w : waiters) {
+            w.get(20, TimeUnit.SECONDS);
+        }
+        assertEquals(List.of(0, 1, 2, 3, 4, 5), order);
+        assertEquals(List.of(), redis.command("KEYS", "*fifo*"), "no key left behind");
+    }
+
+    @Test
+    void releaseHandsTheLockToTheHeadWaiterSoNewcomersCannotBarge() throws Exception {
+        BatonLock holder = a.fairLock("handoff");
+        holder.lock();
+        CompletableFuture<Long> waiterThread = new CompletableFuture<>();
+        CompletableFuture<Void> mayRelease = new CompletableFuture<>();
+        Future<?> waiter = threads.submit(() -> {
+            BatonLock lock = b.fairLock("handoff");
+            waiterThread.complete(Thread.currentThread().getId());
+            lock.lock();
+            mayRelease.get(10, TimeUnit.SECONDS);
+            lock.unlock();
+            return null;
+        });
+        String waiterOwner = b.clientId() + ":" + waiterThread.get(5, TimeUnit.SECONDS);
+        awaitQueued("handoff", 1);
+        holder.unlock();
+        // The release itself made the waiter the holder, before the waiter ran anything.
+        assertEquals("1", redis.command("HGET", "handoff", waiterOwner));
+        assertFalse(threads.submit(() -> a.fairLock("handoff").tryLock()).get(), "a newcomer cannot barge in");
+        mayRelease.complete(null);
+        waiter.get(10, TimeUnit.SECONDS);
+        assertTrue(threads.submit(() -> a.fairLock("handoff").tryLock()).get());
+    }
+
+    @Test
+    void aDeadWaiterIsSkippedAndTheQueueMovesOn() throws Exception {
+        BatonLock holder = a.fairLock("dead");
+        holder.lock();
+        // A waiter whose process died right after queueing: it never checks in again.
+        List<String> keys = List.of("dead", "baton_fair_queue:{dead}", "baton_fair_waiters:{dead}",
+                "baton_fair_lock:{dead}", "baton_fair_ticket:{dead}");
+        List<String> command = new ArrayList<>(List.of("EVAL", Script.FAIR_ACQUIRE.text(), "5"));
+        command.addAll(keys);
+        command.addAll(List.of("30000", "crashed-client:1", "0", "1500", "1500", "1"));
+        redis.command(command.toArray(String[]::new));
+        awaitQueued("dead", 1);
+        Future<Boolean> live = threads.submit(() -> {
+            BatonLock lock = b.fairLock("dead");
+            boolean got = lock.tryLock(20, TimeUnit.SECONDS);
+            if (got) {
+                lock.unlock();
+            }
+            return got;
+        });
+        awaitQueued("dead", 2);
+        holder.unlock(); // hands the lock to the dead waiter, which never claims it
+        assertTrue(live.get(25, TimeUnit.SECONDS), "the live waiter got the lock after the dead one was skipped");
+        assertEquals(0L, redis.command("HEXISTS", "dead", "crashed-client:1"));
+    }
+
+    @Test
+    void timedOutAndInterruptedWaitersLeaveNoQueueEntry() throws Exception {
+        a.fairLock("leaving").lock();
+        assertFalse(threads.submit(() -> b.fairLock("leaving").tryLock(300, TimeUnit.MILLISECONDS)).get());
+        assertEquals(0L, queued("leaving"));
+        assertEquals(0L, redis.command("EXISTS", "baton_fair_waiters:{leaving}"));
+
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                b.fairLock("leaving").lockInterruptibly();
+                outcome.complete(null);
+            } catch (Throwable t) {
+                outcome.complete(t);
+            }
+        });
+        waiter.start();
+        awaitQueued("leaving", 1);
+        waiter.interrupt();
+        assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
+        assertEquals(0L, queued("leaving"));
+        assertEquals(0L, redis.command("EXISTS", "baton_fair_waiters:{leaving}"));
+    }
+
+    @Test
+    void tryLockWithoutWaitingNeverQueues() throws Exception {
+        a.fairLock("no-wait").lock();
+        assertFalse(threads.submit(() -> b.fairLock("no-wait").tryLock()).get());
+        assertEquals(0L, queued("no-wait"));
+    }
+}
