@@ -40,7 +40,9 @@ public enum Script {
     /** Give back one hold of a fair lock (handing it to the next live waiter), or leave the queue. */
     FAIR_RELEASE("fair_release.lua"),
     /** Delete a fair lock whoever holds it and hand it to the next live waiter. */
-    FAIR_FORCE_UNLOCK("fair_force_unlock.lua");
+    FAIR_FORCE_UNLOCK("fair_force_unlock.lua"),
+    /** Take or re-enter a fenced lock and return its fencing token. */
+    FENCED_ACQUIRE("fenced_acquire.lua");
 
     private final String fileName;
     private final String text;

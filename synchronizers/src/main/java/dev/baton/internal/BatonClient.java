@@ -2,6 +2,7 @@ package dev.baton.internal;
 
 import dev.baton.Baton;
 import dev.baton.BatonCountDownLatch;
+import dev.baton.BatonFencedLock;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.RedisUnavailableException;
@@ -189,6 +190,12 @@ public final class BatonClient implements Baton {
     }
 
     @Override
+    public BatonFencedLock fencedLock(String name) {
+        checkOpen();
+        return new RedisFencedLock(this, name);
+    }
+
+    @Override
     public BatonCountDownLatch countDownLatch(String name) {
         checkOpen();
         return new RedisCountDownLatch(this, name);
@@ -231,7 +238,24 @@ public final class BatonClient implements Baton {
         return "Baton{clientId=" + clientId + ", " + options + "}";
     }
 
+    /** Builds a multi-lock; the factory behind {@link dev.baton.BatonMultiLock#of}. */
+    public static dev.baton.BatonMultiLock multiLock(List<? extends BatonLock> locks) {
+        return new MultiLock(locks);
+    }
+
+    /** Builds a RedLock; the factory behind {@link dev.baton.BatonRedLock#of}. */
+    public static dev.baton.BatonRedLock redLock(String name, List<Baton> masters, java.time.Duration nodeTimeout) {
+        return new RedLock(name, masters, nodeTimeout);
+    }
+
     // ---- services for recipes --------------------------------------------------------------
+
+    /** Where this client's Redis is, for ordering locks canonically (no credentials). */
+    String target() {
+        List<String> safe = new ArrayList<>();
+        options.redisUris().forEach(u -> safe.add(redact(u)));
+        return String.join(",", safe);
+    }
 
     void checkOpen() {
         if (closed) {

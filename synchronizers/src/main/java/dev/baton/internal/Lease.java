@@ -17,6 +17,8 @@ final class Lease {
     volatile long leaseMs;
     volatile boolean watchdog;
     volatile long lastRenewedNanos;
+    /** The fencing token of the current hold (fenced locks only; 0 otherwise). */
+    volatile long token;
 
     Lease(String key, String owner, int holds, long leaseMs, boolean watchdog, long nowNanos) {
         this.key = key;

@@ -11,8 +11,14 @@ import java.util.function.ToIntFunction;
  */
 interface LockRecipe {
 
-    /** The outcome of one acquire script call: granted with a hold count, or refused. */
-    record Grant(boolean granted, long holdsOrRetryMs) {
+    /**
+     * The outcome of one acquire script call: granted with a hold count (and a fencing token,
+     * for kinds that issue them; otherwise 0), or refused with a retry hint.
+     */
+    record Grant(boolean granted, long holdsOrRetryMs, long token) {
+        Grant(boolean granted, long holdsOrRetryMs) {
+            this(granted, holdsOrRetryMs, 0);
+        }
     }
 
     /** The channel waiters subscribe to. */

@@ -31,6 +31,11 @@ final class Names {
         return "redisson_lock__channel:" + hashTagged(name);
     }
 
+    /** The fenced lock's token counter, Redisson's: {@code redisson_lock_token:{name}}. */
+    static String fencingToken(String name) {
+        return "redisson_lock_token:" + hashTagged(name);
+    }
+
     /** The fair lock's waiting queue (ZSET owner -> ticket): {@code baton_fair_queue:{name}}. */
     static String fairQueue(String name) {
         return "baton_fair_queue:" + hashTagged(name);

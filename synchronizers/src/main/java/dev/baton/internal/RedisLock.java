@@ -39,11 +39,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * that woke it, records the grant without another round trip, and claims it (extends it from
  * the short claim timeout to its own lease) in the background.
  */
-final class RedisLock implements BatonLock {
+class RedisLock implements BatonLock {
     private static final Logger log = LoggerFactory.getLogger(RedisLock.class);
 
-    private final BatonClient client;
-    private final String name;
+    final BatonClient client;
+    final String name;
     private final LockRecipe recipe;
 
     RedisLock(BatonClient client, String name, java.util.function.Function<String, LockRecipe> recipe) {
@@ -212,11 +212,11 @@ final class RedisLock implements BatonLock {
     record LeaseRequest(boolean watchdog, long ms) {
     }
 
-    private LeaseRequest watchdog() {
+    LeaseRequest watchdog() {
         return new LeaseRequest(true, client.watchdogMs());
     }
 
-    private static LeaseRequest leaseMs(long leaseTime, TimeUnit unit) {
+    static LeaseRequest leaseMs(long leaseTime, TimeUnit unit) {
         java.util.Objects.requireNonNull(unit, "unit");
         if (leaseTime <= 0) {
             throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime + " " + unit
@@ -225,7 +225,7 @@ final class RedisLock implements BatonLock {
         return new LeaseRequest(false, Math.max(1, unit.toMillis(leaseTime)));
     }
 
-    private static long waitNanos(long waitTime, TimeUnit unit) {
+    static long waitNanos(long waitTime, TimeUnit unit) {
         java.util.Objects.requireNonNull(unit, "unit");
         if (waitTime < 0) {
             throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime + " " + unit);
@@ -233,19 +233,19 @@ final class RedisLock implements BatonLock {
         return unit.toNanos(waitTime);
     }
 
-    private static long ownerOfCurrentThread() {
+    static long ownerOfCurrentThread() {
         return Thread.currentThread().getId();
     }
 
-    private String owner(long ownerId) {
+    String owner(long ownerId) {
         return Names.owner(client.clientId(), ownerId);
     }
 
-    private long cleanupNanos() {
+    long cleanupNanos() {
         return 2 * client.executor().timeout().toNanos();
     }
 
-    private AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
+    AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
         client.checkOpen();
         return client.engine().acquire(new LockAttempt(owner(ownerId), lease, waitNanos != 0), recipe.channel(),
                 recipe.wakeRule(), waitNanos);
@@ -287,7 +287,8 @@ final class RedisLock implements BatonLock {
             }
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
                 if (grant.granted()) {
-                    client.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(), lease.watchdog());
+                    Lease held = client.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(), lease.watchdog());
+                    held.token = grant.token();
                     return AcquireEngine.Outcome.GRANTED;
                 }
                 return new AcquireEngine.Outcome(false, grant.holdsOrRetryMs());

@@ -1,0 +1,91 @@
+package dev.baton;
+
+import dev.baton.internal.BatonClient;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The RedLock algorithm over N independent Redis masters (one Baton client per master): a grant
+ * needs the lock on a majority of them, taken within the lease, and is good for a
+ * <em>validity time</em> of lease − acquisition time − clock drift allowance, which the caller
+ * can read with {@link #validityMillis()}.
+ *
+ * <p>Each attempt asks every master at once with a short per-node timeout; with fewer than a
+ * majority granted, or no validity time left, it releases whatever it got on every master and,
+ * if the wait time allows, tries again after a random pause.
+ *
+ * <h2>What it does not guarantee</h2>
+ * RedLock assumes bounded process pauses, bounded network delay and clocks that advance at about
+ * the same rate. A holder that pauses longer than the validity time (garbage collection, a
+ * stopped VM) still believes it holds the lock; a master that restarts without persistence
+ * forgets its grants and can give the lock to a second client; a clock that jumps expires keys
+ * early. Martin Kleppmann argued that this makes RedLock unsafe for correctness (a lock that can
+ * be lost unknowingly needs fencing tokens, which RedLock cannot produce); Salvatore Sanfilippo
+ * answered that the assumptions are reasonable in practice and that the validity check catches
+ * most pauses. Both agree that where correctness matters the protected resource must check a
+ * fencing token: use {@link BatonFencedLock} for that, and RedLock for efficiency (avoiding
+ * duplicate work) or where a single Redis is not acceptable and occasional overlap is tolerable.
+ *
+ * <p>Leases are always fixed: RedLock holds are not renewed by a watchdog.
+ */
+public interface BatonRedLock {
+
+    /** The default per-node timeout. */
+    Duration DEFAULT_NODE_TIMEOUT = Duration.ofMillis(200);
+
+    /**
+     * A RedLock named {@code name} over {@code masters} (each a Baton client on an independent
+     * Redis master; at least one), with the default per-node timeout.
+     */
+    static BatonRedLock of(String name, List<Baton> masters) {
+        return of(name, masters, DEFAULT_NODE_TIMEOUT);
+    }
+
+    /**
+     * A RedLock with a per-node timeout: how long one master may take to answer one attempt.
+     *
+     * @throws IllegalArgumentException if {@code masters} is empty or the timeout not positive
+     */
+    static BatonRedLock of(String name, List<Baton> masters, Duration nodeTimeout) {
+        return BatonClient.redLock(name, masters, nodeTimeout);
+    }
+
+    /** The lock's name on every master. */
+    String getName();
+
+    /**
+     * Acquires on a majority of masters for {@code leaseTime}, trying for at most
+     * {@code waitTime}.
+     *
+     * @return {@code true} if acquired with validity time left; {@code false} otherwise (then
+     *         nothing is held on any master)
+     * @throws IllegalArgumentException if {@code waitTime < 0} or {@code leaseTime <= 0}
+     * @throws InterruptedException     if interrupted while waiting; nothing is held then
+     */
+    boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Releases the current thread's hold on every master.
+     *
+     * @throws IllegalMonitorStateException if the current thread holds it on no master
+     */
+    void unlock();
+
+    /**
+     * Milliseconds of validity left for the current thread's hold: past it, the lock may already
+     * be held by someone else. 0 when not held.
+     */
+    long validityMillis();
+
+    /** Asynchronous {@link #tryLock(long, long, TimeUnit)} for an explicit owner. */
+    CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId);
+
+    /** Asynchronous {@link #unlock()} for an explicit owner. */
+    CompletionStage<Void> unlockAsync(long ownerId);
+
+    /** {@link #validityMillis()} for an explicit owner. */
+    long validityMillis(long ownerId);
+}

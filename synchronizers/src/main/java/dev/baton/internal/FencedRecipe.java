@@ -1,0 +1,56 @@
+package dev.baton.internal;
+
+import dev.baton.lua.Script;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.ToIntFunction;
+
+/**
+ * The fenced lock: the reentrant lock plus a fencing token issued by the acquire script each
+ * time the lock goes from free to held. Release, force-unlock and the channel are the reentrant
+ * lock's.
+ */
+final class FencedRecipe implements LockRecipe {
+    private final CommandExecutor executor;
+    private final ReentrantRecipe plain;
+    private final List<String> keys;
+
+    FencedRecipe(CommandExecutor executor, String name) {
+        this.executor = executor;
+        this.plain = new ReentrantRecipe(executor, name);
+        this.keys = List.of(name, Names.fencingToken(name));
+    }
+
+    @Override
+    public String channel() {
+        return plain.channel();
+    }
+
+    @Override
+    public ToIntFunction<String> wakeRule() {
+        return plain.wakeRule();
+    }
+
+    @Override
+    public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
+        return executor.<List<Object>>eval(Script.FENCED_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
+                        List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore)))
+                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1), (Long) reply.get(2)));
+    }
+
+    @Override
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs) {
+        return plain.release(owner, heldBefore, leaseMs);
+    }
+
+    @Override
+    public CompletableFuture<Boolean> forceUnlock() {
+        return plain.forceUnlock();
+    }
+
+    @Override
+    public String toString() {
+        return "fenced lock";
+    }
+}

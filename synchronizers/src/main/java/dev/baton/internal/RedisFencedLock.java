@@ -1,0 +1,61 @@
+package dev.baton.internal;
+
+import dev.baton.BatonFencedLock;
+
+import java.util.OptionalLong;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+/** The fenced lock: the lock plumbing with the fenced recipe, plus token accessors. */
+final class RedisFencedLock extends RedisLock implements BatonFencedLock {
+
+    RedisFencedLock(BatonClient client, String name) {
+        super(client, name, n -> new FencedRecipe(client.executor(), n));
+    }
+
+    @Override
+    public long lockAndGetToken() {
+        lock();
+        return getToken();
+    }
+
+    @Override
+    public long lockAndGetToken(long leaseTime, TimeUnit unit) {
+        lock(leaseTime, unit);
+        return getToken();
+    }
+
+    @Override
+    public OptionalLong tryLockAndGetToken() {
+        return tryLock() ? OptionalLong.of(getToken()) : OptionalLong.empty();
+    }
+
+    @Override
+    public OptionalLong tryLockAndGetToken(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        return tryLock(waitTime, leaseTime, unit) ? OptionalLong.of(getToken()) : OptionalLong.empty();
+    }
+
+    @Override
+    public long getToken() {
+        return tokenOf(ownerOfCurrentThread());
+    }
+
+    @Override
+    public CompletionStage<Long> lockAndGetTokenAsync(long ownerId) {
+        return lockAsync(ownerId).thenApply(ok -> tokenOf(ownerId));
+    }
+
+    @Override
+    public CompletionStage<OptionalLong> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
+        return tryLockAsync(waitTime, leaseTime, unit, ownerId)
+                .thenApply(got -> got ? OptionalLong.of(tokenOf(ownerId)) : OptionalLong.empty());
+    }
+
+    private long tokenOf(long ownerId) {
+        Lease lease = client.leases().get(name, owner(ownerId));
+        if (lease == null) {
+            throw new IllegalMonitorStateException("fenced lock '" + name + "' is not held by owner " + owner(ownerId));
+        }
+        return lease.token;
+    }
+}

@@ -1,0 +1,106 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisMasters;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Several locks, on two independent Redis servers, taken all or nothing. */
+class MultiLockTest {
+    private RedisMasters masters;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Baton a1;
+    private Baton a2;
+    private Baton b1;
+    private Baton b2;
+
+    @BeforeEach
+    void start() {
+        masters = RedisMasters.start(2);
+        RedisServer first = masters.servers().get(0);
+        RedisServer second = masters.servers().get(1);
+        a1 = clients.open(first);
+        a2 = clients.open(second);
+        b1 = clients.open(first);
+        b2 = clients.open(second);
+    }
+
+    @AfterEach
+    void stop() {
+        threads.shutdownNow();
+        clients.close();
+        masters.close();
+    }
+
+    @Test
+    void allOrNothingWhenOneLockIsHeldElsewhere() throws Exception {
+        assertTrue(threads.submit(() -> b2.lock("stock").tryLock()).get());
+        BatonMultiLock multi = BatonMultiLock.of(a1.lock("orders"), a2.lock("stock"), a1.fairLock("audit"));
+        assertFalse(multi.tryLock(300, 10_000, TimeUnit.MILLISECONDS));
+        RedisServer first = masters.servers().get(0);
+        assertEquals(0L, first.command("EXISTS", "orders"), "released again after the failure");
+        assertEquals(0L, first.command("EXISTS", "audit"));
+        assertFalse(multi.tryLockAsync(0, -1, TimeUnit.SECONDS, 77).toCompletableFuture().get(5, TimeUnit.SECONDS));
+        assertEquals(0L, first.command("EXISTS", "orders"));
+
+        threads.submit(() -> b2.lock("stock").unlock()).get();
+        assertTrue(multi.tryLock(5, 60, TimeUnit.SECONDS));
+        assertTrue(a1.lock("orders").isHeldByCurrentThread() && a2.lock("stock").isHeldByCurrentThread());
+        multi.unlock();
+        assertEquals(0L, first.command("EXISTS", "orders"));
+        assertEquals(0L, masters.servers().get(1).command("EXISTS", "stock"));
+    }
+
+    @Test
+    void reversedOrdersInTwoClientsNeverDeadlockOrOverlap() throws Exception {
+        BatonMultiLock forward = BatonMultiLock.of(a1.lock("left"), a2.fairLock("right"));
+        BatonMultiLock backward = BatonMultiLock.of(b2.fairLock("right"), b1.lock("left"));
+        assertEquals(List.of("left", "right"), backward.locks().stream().map(BatonLock::getName).toList());
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger overlaps = new AtomicInteger();
+        List<Future<?>> workers = new ArrayList<>();
+        for (BatonMultiLock multi : List.of(forward, backward, forward, backward)) {
+            workers.add(threads.submit(() -> {
+                for (int i = 0; i < 100; i++) {
+                    multi.lock();
+                    try {
+                        if (inside.incrementAndGet() > 1) {
+                            overlaps.incrementAndGet();
+                        }
+                        inside.decrementAndGet();
+                    } finally {
+                        multi.unlock();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> w : workers) {
+            w.get(2, TimeUnit.MINUTES);
+        }
+        assertEquals(0, overlaps.get());
+    }
+
+    @Test
+    void badInputIsRefused() {
+        assertThrows(IllegalArgumentException.class, () -> BatonMultiLock.of(List.of()));
+        assertThrows(NullPointerException.class, () -> BatonMultiLock.of((List<BatonLock>) null));
+        assertThrows(IllegalArgumentException.class, () -> BatonMultiLock.of(a1.lock("x"), a1.lock("x")));
+        assertThrows(UnsupportedOperationException.class, () -> BatonMultiLock.of(a1.lock("x")).newCondition());
+    }
+}

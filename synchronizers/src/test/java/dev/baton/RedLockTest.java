@@ -1,0 +1,109 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisMasters;
+import dev.baton.testkit.RedisServer;
+import dev.baton.testkit.TcpProxy;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** RedLock over five independent masters started by the fixture. */
+class RedLockTest {
+    private RedisMasters masters;
+    private final Clients clients = new Clients();
+    private final List<Baton> nodes = new ArrayList<>();
+
+    @BeforeEach
+    void start() {
+        masters = RedisMasters.start(5);
+        for (RedisServer server : masters.servers()) {
+            nodes.add(clients.open(BatonOptions.builder().redisUri(server.uri())
+                    .commandTimeout(Duration.ofMillis(500)).build()));
+        }
+    }
+
+    @AfterEach
+    void stop() {
+        clients.close();
+        masters.close();
+    }
+
+    private long holders(String name) {
+        long n = 0;
+        for (RedisServer server : masters.servers()) {
+            if (server.isRunning() && (Long) server.command("EXISTS", name) == 1L) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    @Test
+    void aMajorityGrantsAndTheLockIsReleasedEverywhere() throws Exception {
+        BatonRedLock lock = BatonRedLock.of("report", nodes);
+        assertTrue(lock.tryLock(1, 10, TimeUnit.SECONDS));
+        assertEquals(5, holders("report"));
+        long validity = lock.validityMillis();
+        assertTrue(validity > 0 && validity <= 10_000, "validity " + validity);
+        lock.unlock();
+        assertEquals(0, holders("report"));
+        assertEquals(0, lock.validityMillis());
+        assertThrows(IllegalMonitorStateException.class, lock::unlock);
+    }
+
+    @Test
+    void keepsWorkingWithTwoMastersDownAndRefusesWithThree() {
+        assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+            masters.servers().get(0).kill();
+            masters.servers().get(1).kill();
+            BatonRedLock lock = BatonRedLock.of("quorum", nodes, Duration.ofMillis(200));
+            assertTrue(lock.tryLock(2, 10, TimeUnit.SECONDS), "3 of 5 is a majority");
+            assertEquals(3, holders("quorum"));
+            lock.unlock();
+            assertEquals(0, holders("quorum"));
+
+            masters.servers().get(2).kill();
+            assertFalse(lock.tryLock(1, 10, TimeUnit.SECONDS), "2 of 5 is not");
+            assertEquals(0, holders("quorum"), "a failed attempt keeps nothing");
+        });
+    }
+
+    @Test
+    void aGrantThatTookLongerThanTheLeaseIsAFailure() throws Exception {
+        List<TcpProxy> proxies = new ArrayList<>();
+        List<Baton> slow = new ArrayList<>();
+        try {
+            for (RedisServer server : masters.servers().subList(0, 3)) {
+                TcpProxy proxy = TcpProxy.start(server.host(), server.port());
+                proxies.add(proxy);
+                slow.add(clients.open(BatonOptions.builder().redisUri(proxy.uri()).build()));
+                proxy.setLatency(Duration.ofMillis(120)); // one round trip: at least 240 ms
+            }
+            BatonRedLock lock = BatonRedLock.of("too-slow", slow, Duration.ofSeconds(2));
+            assertFalse(lock.tryLock(0, 100, TimeUnit.MILLISECONDS), "validity would be negative");
+            assertEquals(0, lock.validityMillis());
+        } finally {
+            proxies.forEach(TcpProxy::close);
+        }
+    }
+
+    @Test
+    void badInputIsRefused() {
+        assertThrows(IllegalArgumentException.class, () -> BatonRedLock.of("x", List.of()));
+        assertThrows(IllegalArgumentException.class, () -> BatonRedLock.of("x", nodes, Duration.ZERO));
+        BatonRedLock lock = BatonRedLock.of("x", nodes);
+        assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, 0, TimeUnit.SECONDS));
+        assertThrows(IllegalArgumentException.class, () -> lock.tryLock(-1, 1, TimeUnit.SECONDS));
+    }
+}
