@@ -170,6 +170,36 @@ class FairLockTest {
         assertEquals(0L, redis.command("EXISTS", "baton_fair_waiters:{leaving}"));
     }
 
+    /**
+     * Regression: a hand-off message that arrives late (its owner got the lock by its own script
+     * call, released it and is waiting again) must not grant the lock locally. Found by the
+     * contended fair-lock benchmark, which saw LeaseLostException on unlock.
+     */
+    @Test
+    void aStaleHandOffMessageDoesNotGrantTheLock() throws Exception {
+        BatonLock holder = a.fairLock("stale");
+        holder.lock();
+        CompletableFuture<Long> waiterThread = new CompletableFuture<>();
+        Future<Boolean> waiter = threads.submit(() -> {
+            waiterThread.complete(Thread.currentThread().getId());
+            BatonLock lock = b.fairLock("stale");
+            boolean got = lock.tryLock(20, TimeUnit.SECONDS);
+            boolean heldInRedis = lock.isHeldByCurrentThread();
+            lock.unlock();
+            return got && heldInRedis;
+        });
+        String owner = b.clientId() + ":" + waiterThread.get(5, TimeUnit.SECONDS);
+        awaitQueued("stale", 1);
+        // Messages from earlier hand-offs to the same owner, with tickets it no longer waits with.
+        redis.command("PUBLISH", "baton_fair_lock:{stale}", owner + "#999999");
+        redis.command("PUBLISH", "baton_fair_lock:{stale}", owner);
+        Thread.sleep(200); // give a wrongly woken waiter time to (wrongly) proceed; nothing to signal here
+        assertFalse(waiter.isDone(), "the waiter must still be waiting: the lock is held by another");
+        assertEquals(1L, queued("stale"));
+        holder.unlock();
+        assertTrue(waiter.get(20, TimeUnit.SECONDS), "then it gets the lock for real");
+    }
+
     @Test
     void tryLockWithoutWaitingNeverQueues() throws Exception {
         a.fairLock("no-wait").lock();

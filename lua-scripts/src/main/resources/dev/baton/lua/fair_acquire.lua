@@ -4,7 +4,8 @@
 -- KEYS[1]  the lock name: HASH, field = owner id, value = hold count (as the reentrant lock)
 -- KEYS[2]  "baton_fair_queue:{<name>}": ZSET, member = waiting owner id, score = its ticket
 -- KEYS[3]  "baton_fair_waiters:{<name>}": HASH, owner id -> liveness deadline (server ms)
--- KEYS[4]  "baton_fair_lock:{<name>}": channel; message = the owner the lock was handed to
+-- KEYS[4]  "baton_fair_lock:{<name>}": channel; message = "<owner>#<ticket>" of the waiter the
+--          lock was handed to (the ticket makes each hand-off message unique)
 -- KEYS[5]  "baton_fair_ticket:{<name>}": STRING, the last ticket handed out
 -- ARGV[1]  lease in milliseconds for a grant to the caller
 -- ARGV[2]  owner id, "<clientId>:<threadId>"
@@ -13,10 +14,11 @@
 -- ARGV[5]  claim timeout in ms: the PEXPIRE of a lock handed to a waiter until it claims it
 -- ARGV[6]  1 = queue the caller if refused (it will wait); 0 = do not (tryLock without wait)
 --
--- Reply    {1, holds}    granted (also when the lock had been handed to the caller)
---          {0, retry}    refused; retry = ms until the caller should call again at the latest
---                        (the holder's TTL, capped by the caller's need to stay alive)
--- Publishes the owner id on KEYS[4] when the call hands a free lock to the live queue head.
+-- Reply    {1, holds, 0}      granted (also when the lock had been handed to the caller)
+--          {0, retry, ticket} refused; retry = ms until the caller should call again at the
+--                             latest (the holder's TTL, capped by the caller's need to stay
+--                             alive); ticket = the caller's place in the queue (0 if not queued)
+-- Publishes "<owner>#<ticket>" on KEYS[4] when the call hands a free lock to the live queue head.
 --
 -- Deadlines come from the Redis server's clock (TIME). Work per call is O(log N) in the queue
 -- length, plus the removal of dead heads found on the way (each removed once).
@@ -34,15 +36,15 @@ end
 
 local function liveHead()
   for _ = 1, 100 do
-    local first = redis.call('zrange', queue, 0, 0)[1]
-    if not first then
+    local first = redis.call('zrange', queue, 0, 0, 'withscores')
+    if not first[1] then
       return nil
     end
-    local deadline = tonumber(redis.call('hget', waiters, first))
+    local deadline = tonumber(redis.call('hget', waiters, first[1]))
     if deadline and deadline >= now then
-      return first
+      return first[1], first[2]
     end
-    forget(first)
+    forget(first[1])
   end
   return nil
 end
@@ -54,10 +56,13 @@ local function tidy()
 end
 
 local function enqueue()
-  if not redis.call('zscore', queue, owner) then
-    redis.call('zadd', queue, redis.call('incr', tickets), owner)
+  local ticket = redis.call('zscore', queue, owner)
+  if not ticket then
+    ticket = redis.call('incr', tickets)
+    redis.call('zadd', queue, ticket, owner)
   end
   redis.call('hset', waiters, owner, now + waiterLease)
+  return tonumber(ticket)
 end
 
 local held = redis.call('hget', name, owner)
@@ -69,37 +74,39 @@ if held then
   redis.call('pexpire', name, lease)
   forget(owner)
   tidy()
-  return {1, held}
+  return {1, held, 0}
 end
 
 local refreshBy = math.floor(waiterLease / 3)
 if redis.call('exists', name) == 1 then
+  local ticket = 0
   if mayQueue then
-    enqueue()
+    ticket = enqueue()
   end
   local ttl = redis.call('pttl', name)
   if ttl < 0 or ttl > refreshBy then
     ttl = refreshBy
   end
-  return {0, ttl}
+  return {0, ttl, ticket}
 end
 
-local head = liveHead()
+local head, headTicket = liveHead()
 if head == nil or head == owner then
   redis.call('hset', name, owner, 1)
   redis.call('pexpire', name, lease)
   forget(owner)
   tidy()
-  return {1, 1}
+  return {1, 1, 0}
 end
 
 -- The lock is free but someone else is first in line: it is theirs.
 redis.call('hset', name, head, 1)
 redis.call('pexpire', name, claimTimeout)
 forget(head)
-redis.call('publish', channel, head)
+redis.call('publish', channel, head .. '#' .. headTicket)
+local ticket = 0
 if mayQueue then
-  enqueue()
+  ticket = enqueue()
 end
 tidy()
-return {0, math.min(claimTimeout, refreshBy)}
+return {0, math.min(claimTimeout, refreshBy), ticket}

@@ -5,7 +5,7 @@
 --
 -- Reply    1 = the lock was held and was deleted; 0 = it was not held
 --          error WRONGTYPE when the name holds something other than a HASH (left alone)
--- Publishes the next owner's id on KEYS[4] when the lock is handed on.
+-- Publishes "<next owner>#<its ticket>" on KEYS[4] when the lock is handed on.
 local name, queue, waiters, channel, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local kind = redis.call('type', name).ok
 if kind ~= 'none' and kind ~= 'hash' then
@@ -18,7 +18,8 @@ redis.call('del', name)
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 for _ = 1, 100 do
-  local first = redis.call('zrange', queue, 0, 0)[1]
+  local head = redis.call('zrange', queue, 0, 0, 'withscores')
+  local first = head[1]
   if not first then
     break
   end
@@ -28,7 +29,7 @@ for _ = 1, 100 do
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
     redis.call('pexpire', name, tonumber(ARGV[1]))
-    redis.call('publish', channel, first)
+    redis.call('publish', channel, first .. '#' .. head[2])
     break
   end
 end

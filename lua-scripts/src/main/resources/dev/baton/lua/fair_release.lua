@@ -12,7 +12,7 @@
 -- Reply    -1      the owner holds nothing (never held, lease lost, or a re-delivered final
 --                  release that was applied already)
 --          n >= 0  holds the owner has left; 0 = released (handed on, or free)
--- Publishes the next owner's id on KEYS[4] when the lock is handed on.
+-- Publishes "<next owner>#<its ticket>" on KEYS[4] when the lock is handed on.
 --
 -- Dead waiters (liveness deadline passed, server clock) at the head are removed on the way.
 -- Re-delivery: a count already at ARGV[3] - 1 is left alone.
@@ -41,7 +41,8 @@ redis.call('del', name)
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 for _ = 1, 100 do
-  local first = redis.call('zrange', queue, 0, 0)[1]
+  local head = redis.call('zrange', queue, 0, 0, 'withscores')
+  local first = head[1]
   if not first then
     break
   end
@@ -51,7 +52,7 @@ for _ = 1, 100 do
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
     redis.call('pexpire', name, claimTimeout)
-    redis.call('publish', channel, first)
+    redis.call('publish', channel, first .. '#' .. head[2])
     break
   end
 end

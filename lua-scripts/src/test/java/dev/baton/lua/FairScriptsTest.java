@@ -55,18 +55,24 @@ class FairScriptsTest {
 
     @Test
     void waitersQueueInOrderAndReleaseHandsToTheHead() {
-        try (RespClient c = new RespClient(redis.host(), redis.port())) {
-            assertEquals(List.of(1L, 1L), acquire(c, "holder", "10000"));
-            assertEquals(0L, ((List<?>) acquire(c, "w1", "10000")).get(0));
-            assertEquals(0L, ((List<?>) acquire(c, "w2", "10000")).get(0));
-            assertEquals(0L, ((List<?>) acquire(c, "w1", "10000")).get(0), "calling again keeps the ticket");
+        try (RespClient c = new RespClient(redis.host(), redis.port());
+             RespClient subscriber = new RespClient(redis.host(), redis.port())) {
+            subscriber.call("SUBSCRIBE", "baton_fair_lock:{fair}");
+            assertEquals(List.of(1L, 1L, 0L), acquire(c, "holder", "10000"));
+            List<?> first = (List<?>) acquire(c, "w1", "10000");
+            assertEquals(0L, first.get(0));
+            List<?> second = (List<?>) acquire(c, "w2", "10000");
+            assertTrue((Long) second.get(2) > (Long) first.get(2), "tickets rise: " + first + " " + second);
+            assertEquals(first.get(2), ((List<?>) acquire(c, "w1", "10000")).get(2), "calling again keeps the ticket");
             assertEquals(List.of("w1", "w2"), c.call("ZRANGE", "baton_fair_queue:{fair}", "0", "-1"));
             assertEquals(0L, release(c, "holder", 1));
             assertEquals("1", c.call("HGET", "fair", "w1"), "handed to the head");
+            assertEquals(List.of("message", "baton_fair_lock:{fair}", "w1#" + first.get(2)), subscriber.readReply(),
+                    "the hand-off message names the waiter and its ticket");
             long pttl = (Long) c.call("PTTL", "fair");
             assertTrue(pttl > 0 && pttl <= 5000, "claim timeout, pttl " + pttl);
             assertEquals(List.of("w2"), c.call("ZRANGE", "baton_fair_queue:{fair}", "0", "-1"));
-            assertEquals(List.of(1L, 1L), acquire(c, "w1", "10000"), "the head claims what it was handed");
+            assertEquals(List.of(1L, 1L, 0L), acquire(c, "w1", "10000"), "the head claims what it was handed");
             assertTrue((Long) c.call("PTTL", "fair") > 5000, "claimed: now on its own lease");
         }
     }

@@ -9,8 +9,10 @@ import java.util.function.ToIntFunction;
 /*
  * The fair lock: first come, first served, with direct hand-off. Waiters queue in a sorted set
  * by ticket; the release script itself gives the lock to the first live waiter (setting its
- * hold in the lock hash) and publishes that waiter's owner id, so exactly one waiter in one
- * process wakes, and it already holds the lock: no second round trip on the way in, no herd.
+ * hold in the lock hash) and publishes that waiter's owner id and queue ticket, so exactly one
+ * waiter in one process wakes, and it already holds the lock: no second round trip on the way
+ * in, no herd. The ticket makes each hand-off message unique: a message that arrives late, when
+ * its owner is already waiting again with a new ticket, is recognised as stale and ignored.
  *
  * Liveness: each queued waiter calls acquire again at least every third of the waiter lease,
  * which refreshes its deadline (server clock). A waiter that stopped calling (its process died
@@ -56,8 +58,8 @@ final class FairRecipe implements LockRecipe {
     }
 
     @Override
-    public boolean handedTo(String owner, String message) {
-        return owner.equals(message);
+    public boolean handedTo(String owner, long ticket, String message) {
+        return ticket > 0 && message.equals(owner + "#" + ticket);
     }
 
     @Override
@@ -65,7 +67,7 @@ final class FairRecipe implements LockRecipe {
         return executor.<List<Object>>eval(Script.FAIR_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
                         List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), Long.toString(waiterLeaseMs),
                                 Long.toString(claimTimeoutMs), willWait ? "1" : "0"))
-                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1)));
+                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1), 0, (Long) reply.get(2)));
     }
 
     @Override

@@ -36,7 +36,7 @@ final class FencedRecipe implements LockRecipe {
     public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
         return executor.<List<Object>>eval(Script.FENCED_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
                         List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore)))
-                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1), (Long) reply.get(2)));
+                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1), (Long) reply.get(2), 0));
     }
 
     @Override

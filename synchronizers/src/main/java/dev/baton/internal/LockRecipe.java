@@ -13,11 +13,12 @@ interface LockRecipe {
 
     /**
      * The outcome of one acquire script call: granted with a hold count (and a fencing token,
-     * for kinds that issue them; otherwise 0), or refused with a retry hint.
+     * for kinds that issue them), or refused with a retry hint (and, for a fair lock, the
+     * caller's queue ticket). Absent numbers are 0.
      */
-    record Grant(boolean granted, long holdsOrRetryMs, long token) {
+    record Grant(boolean granted, long holdsOrRetryMs, long token, long ticket) {
         Grant(boolean granted, long holdsOrRetryMs) {
-            this(granted, holdsOrRetryMs, 0);
+            this(granted, holdsOrRetryMs, 0, 0);
         }
     }
 
@@ -41,8 +42,11 @@ interface LockRecipe {
     /** Deletes the lock whoever holds it; whether it was held. */
     CompletableFuture<Boolean> forceUnlock();
 
-    /** Whether {@code message} says the lock was handed to {@code owner} (direct hand-off). */
-    default boolean handedTo(String owner, String message) {
+    /**
+     * Whether {@code message} says the lock was handed to {@code owner} waiting with
+     * {@code ticket} (direct hand-off). A hand-off message for an earlier ticket is stale.
+     */
+    default boolean handedTo(String owner, long ticket, String message) {
         return false;
     }
 

@@ -257,6 +257,7 @@ class RedisLock implements BatonLock {
         private final LeaseRequest lease;
         private final boolean willWait;
         private int heldBefore;
+        private long ticket;
         private boolean handedOver;
 
         LockAttempt(String owner, LeaseRequest lease, boolean willWait) {
@@ -272,7 +273,7 @@ class RedisLock implements BatonLock {
 
         @Override
         public void messageSeen(String message) {
-            handedOver |= recipe.handedTo(owner, message);
+            handedOver |= recipe.handedTo(owner, ticket, message);
         }
 
         @Override
@@ -291,6 +292,7 @@ class RedisLock implements BatonLock {
                     held.token = grant.token();
                     return AcquireEngine.Outcome.GRANTED;
                 }
+                ticket = grant.ticket();
                 return new AcquireEngine.Outcome(false, grant.holdsOrRetryMs());
             });
         }

@@ -20,14 +20,17 @@ final class Waiter {
         this(null);
     }
 
-    /** A waiter that only messages equal to {@code tag} concern (e.g. its owner id). */
+    /**
+     * A waiter that only messages equal to {@code tag}, or starting with {@code tag + "#"},
+     * concern (e.g. its owner id, with a hand-off ticket after the '#').
+     */
     Waiter(String tag) {
         this.tag = tag;
     }
 
     /** Whether {@code message} concerns this waiter. */
     boolean concerns(String message) {
-        return tag == null || tag.equals(message);
+        return tag == null || message == null || message.equals(tag) || message.startsWith(tag + "#");
     }
 
     /** Remembers the latest message seen on the channel, whether or not it rings this waiter. */

@@ -70,6 +70,23 @@ public final class RespClient implements AutoCloseable {
         }
     }
 
+    /**
+     * Reads the next reply without sending anything: after {@code SUBSCRIBE}, each call returns
+     * the next pushed message ({@code [message, channel, payload]}), or throws when none arrives
+     * within the read timeout.
+     */
+    public Object readReply() {
+        try {
+            Object reply = read();
+            if (reply instanceof RedisErrorReply error) {
+                throw error;
+            }
+            return reply;
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading a reply failed", e);
+        }
+    }
+
     private Object read() throws IOException {
         int type = in.read();
         if (type < 0) {

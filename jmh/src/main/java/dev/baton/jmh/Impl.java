@@ -1,0 +1,90 @@
+package dev.baton.jmh;
+
+import dev.baton.Baton;
+import dev.baton.BatonOptions;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * The one facade every benchmark goes through: the same scenario code runs against Baton or
+ * Redisson, chosen by a JMH {@code @Param}, on the same redis-server in the same run.
+ */
+public enum Impl {
+    BATON {
+        @Override
+        Client connect(String uri) {
+            Baton baton = Baton.create(BatonOptions.create(uri));
+            return new Client() {
+                @Override
+                public Lock lock(String name) {
+                    return baton.lock(name);
+                }
+
+                @Override
+                public Lock fairLock(String name) {
+                    return baton.fairLock(name);
+                }
+
+                @Override
+                public void lockWithLease(Lock lock, long leaseMs) {
+                    ((dev.baton.BatonLock) lock).lock(leaseMs, TimeUnit.MILLISECONDS);
+                }
+
+                @Override
+                public void close() {
+                    baton.close();
+                }
+            };
+        }
+    },
+    REDISSON {
+        @Override
+        Client connect(String uri) {
+            Config config = new Config();
+            config.useSingleServer().setAddress(uri);
+            RedissonClient redisson = Redisson.create(config);
+            return new Client() {
+                @Override
+                public Lock lock(String name) {
+                    return redisson.getLock(name);
+                }
+
+                @Override
+                public Lock fairLock(String name) {
+                    return redisson.getFairLock(name);
+                }
+
+                @Override
+                public void lockWithLease(Lock lock, long leaseMs) {
+                    ((org.redisson.api.RLock) lock).lock(leaseMs, TimeUnit.MILLISECONDS);
+                }
+
+                @Override
+                public void close() {
+                    redisson.shutdown();
+                }
+            };
+        }
+    };
+
+    /** A connected client of one implementation. */
+    public interface Client extends AutoCloseable {
+        /** The implementation's reentrant lock. */
+        Lock lock(String name);
+
+        /** The implementation's fair lock. */
+        Lock fairLock(String name);
+
+        /** Locks with a fixed lease (no watchdog). */
+        void lockWithLease(Lock lock, long leaseMs);
+
+        @Override
+        void close();
+    }
+
+    abstract Client connect(String uri);
+}
