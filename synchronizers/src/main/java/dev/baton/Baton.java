@@ -100,6 +100,25 @@ public interface Baton extends AutoCloseable {
     BatonFencedLock fencedLock(String name);
 
     /**
+     * The semaphore with this name (also its Redis key), Redisson-compatible.
+     *
+     * @throws NullPointerException     if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonSemaphore semaphore(String name);
+
+    /**
+     * The permit-expirable semaphore with this name: taken permits have ids and leases and
+     * return by themselves when a lease runs out. Redisson-compatible layout.
+     *
+     * @throws NullPointerException     if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonPermitExpirableSemaphore permitExpirableSemaphore(String name);
+
+    /**
      * The count-down latch with this name (also its Redis key), Redisson-compatible.
      *
      * @throws NullPointerException     if {@code name} is null

@@ -42,7 +42,25 @@ public enum Script {
     /** Delete a fair lock whoever holds it and hand it to the next live waiter. */
     FAIR_FORCE_UNLOCK("fair_force_unlock.lua"),
     /** Take or re-enter a fenced lock and return its fencing token. */
-    FENCED_ACQUIRE("fenced_acquire.lua");
+    FENCED_ACQUIRE("fenced_acquire.lua"),
+    /** Take permits from a semaphore if enough are available. */
+    SEMAPHORE_ACQUIRE("semaphore_acquire.lua"),
+    /** Add (or remove) semaphore permits: release and addPermits. */
+    SEMAPHORE_ADD("semaphore_add.lua"),
+    /** Give a semaphore its initial permits if it does not exist. */
+    SEMAPHORE_TRY_SET("semaphore_try_set.lua"),
+    /** Take every available permit. */
+    SEMAPHORE_DRAIN("semaphore_drain.lua"),
+    /** Delete a semaphore and wake its waiters. */
+    SEMAPHORE_DELETE("semaphore_delete.lua"),
+    /** Take one permit of a permit-expirable semaphore under an id. */
+    EXPIRABLE_ACQUIRE("expirable_acquire.lua"),
+    /** Return a permit, by id, to a permit-expirable semaphore. */
+    EXPIRABLE_RELEASE("expirable_release.lua"),
+    /** Give a held permit a new lease. */
+    EXPIRABLE_UPDATE_LEASE("expirable_update_lease.lua"),
+    /** Read or change a permit-expirable semaphore's count, after returning expired permits. */
+    EXPIRABLE_PERMITS("expirable_permits.lua");
 
     private final String fileName;
     private final String text;

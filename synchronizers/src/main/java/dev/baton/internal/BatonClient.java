@@ -4,6 +4,8 @@ import dev.baton.Baton;
 import dev.baton.BatonCountDownLatch;
 import dev.baton.BatonFencedLock;
 import dev.baton.BatonLock;
+import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.BatonSemaphore;
 import dev.baton.BatonOptions;
 import dev.baton.RedisUnavailableException;
 import dev.baton.lua.Script;
@@ -193,6 +195,18 @@ public final class BatonClient implements Baton {
     public BatonFencedLock fencedLock(String name) {
         checkOpen();
         return new RedisFencedLock(this, name);
+    }
+
+    @Override
+    public BatonSemaphore semaphore(String name) {
+        checkOpen();
+        return new RedisSemaphore(this, name);
+    }
+
+    @Override
+    public BatonPermitExpirableSemaphore permitExpirableSemaphore(String name) {
+        checkOpen();
+        return new RedisPermitExpirableSemaphore(this, name);
     }
 
     @Override

@@ -49,6 +49,8 @@ import java.util.function.Supplier;
  *    an idempotent undo, never with a blind retry.
  *
  *  - Errors are translated into Baton's exception tree in one place: WRONGTYPE names the key,
+ *    a script's "BATON_ARG ..." error (an argument only Redis state can judge, e.g. a counter
+ *    that would overflow) becomes IllegalArgumentException,
  *    timeouts and connection failures become RedisUnavailableException, anything else
  *    Redis refuses becomes BatonException with Redis's own words.
  *
@@ -71,6 +73,9 @@ final class CommandExecutor {
     /** A script's reply together with whether the command may have run more than once. */
     record Delivered<T>(T value, boolean resent) {
     }
+
+    /** The error-reply prefix with which a script refuses an argument. */
+    static final String ARGUMENT_REFUSED = "BATON_ARG";
 
     private final StatefulConnection<String, String> connection;
     private final Supplier<RedisClusterAsyncCommands<String, String>> commands;
@@ -185,6 +190,11 @@ final class CommandExecutor {
         }
         if (e instanceof RedisCommandExecutionException ree) {
             String message = String.valueOf(ree.getMessage());
+            int refusal = message.indexOf(ARGUMENT_REFUSED);
+            if (refusal >= 0) {
+                // A script refused an argument it can only judge against Redis state (overflow).
+                return new IllegalArgumentException(message.substring(refusal + ARGUMENT_REFUSED.length()).trim(), ree);
+            }
             if (message.contains("WRONGTYPE")) {
                 return new WrongTypeException(key, "Redis key '" + key + "' holds a value of another type than "
                         + "this synchronizer uses; Baton leaves it untouched (" + what + ": " + message + ")", ree);

@@ -31,6 +31,19 @@ final class Names {
         return "redisson_lock__channel:" + hashTagged(name);
     }
 
+    /** A semaphore's channel (both kinds), Redisson's: {@code redisson_sc:{name}}. */
+    static String semaphoreChannel(String name) {
+        return "redisson_sc:" + hashTagged(name);
+    }
+
+    /**
+     * The permit-expirable semaphore's taken permits, Redisson's {@code {name}:timeout} (the
+     * name used as it is, with a suffix, when it already has a hash tag).
+     */
+    static String expirablePermits(String name) {
+        return hashTagged(name) + ":timeout";
+    }
+
     /** The fenced lock's token counter, Redisson's: {@code redisson_lock_token:{name}}. */
     static String fencingToken(String name) {
         return "redisson_lock_token:" + hashTagged(name);

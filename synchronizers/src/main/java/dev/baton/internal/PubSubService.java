@@ -87,9 +87,7 @@ final class PubSubService implements AutoCloseable {
                 channel = new Channel(channelName, wakeRule);
                 channels.put(channelName, channel);
                 CompletableFuture<Void> sent = connection.async().subscribe(channelName).toCompletableFuture();
-                Channel subscribing = channel;
-                channel.ready = executor.bounded(sent, "SUBSCRIBE " + channelName, channelName)
-                        .whenComplete((ok, error) -> subscribing.confirmed = error == null);
+                channel.ready = executor.bounded(sent, "SUBSCRIBE " + channelName, channelName);
             }
             channel.waiters.add(waiter);
             return new Subscription(channel, waiter);
@@ -123,8 +121,9 @@ final class PubSubService implements AutoCloseable {
         synchronized (channels) {
             channel = channels.get(channelName);
         }
-        if (channel != null && channel.confirmed) {
-            // A re-subscription after a reconnect: messages sent meanwhile are lost, re-check.
+        if (channel != null && channel.subscribedEvents.incrementAndGet() > 1) {
+            // A re-subscription after a reconnect (the first event confirms our own SUBSCRIBE):
+            // messages sent meanwhile are lost, so every waiter re-checks.
             log.debug("re-subscribed to {} after a reconnect; waking its waiters to re-check", channelName);
             channel.wake(Integer.MAX_VALUE, null);
         }
@@ -202,7 +201,7 @@ final class PubSubService implements AutoCloseable {
         final ToIntFunction<String> wakeRule;
         final ConcurrentLinkedDeque<Waiter> waiters = new ConcurrentLinkedDeque<>();
         volatile CompletableFuture<Void> ready;
-        volatile boolean confirmed;
+        final java.util.concurrent.atomic.AtomicInteger subscribedEvents = new java.util.concurrent.atomic.AtomicInteger();
 
         Channel(String name, ToIntFunction<String> wakeRule) {
             this.name = name;

@@ -1,0 +1,131 @@
+package dev.baton.interop;
+
+import dev.baton.Baton;
+import dev.baton.BatonOptions;
+import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.BatonSemaphore;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.redisson.Redisson;
+import org.redisson.api.RPermitExpirableSemaphore;
+import org.redisson.api.RSemaphore;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Baton and Redisson 4.7 semaphores on the same names keep one count and wake each other. */
+@ExtendWith(RedisExtension.class)
+class RedissonSemaphoreInteropTest {
+    private final RedisServer redis;
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private RedissonClient redisson;
+    private Baton baton;
+
+    RedissonSemaphoreInteropTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        Config config = new Config();
+        config.useSingleServer().setAddress(redis.uri());
+        redisson = Redisson.create(config);
+        baton = Baton.create(BatonOptions.create(redis.uri()));
+    }
+
+    @AfterEach
+    void close() {
+        threads.shutdownNow();
+        baton.close();
+        redisson.shutdown();
+    }
+
+    @Test
+    void mixedHoldersKeepTheCountRightAndNeverExceedIt() throws Exception {
+        BatonSemaphore ours = baton.semaphore("mixed");
+        RSemaphore theirs = redisson.getSemaphore("mixed");
+        assertTrue(ours.trySetPermits(2));
+        assertEquals(2, theirs.availablePermits());
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger most = new AtomicInteger();
+        List<Future<?>> workers = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            boolean useBaton = t % 2 == 0;
+            workers.add(threads.submit(() -> {
+                for (int i = 0; i < 100; i++) {
+                    if (useBaton) {
+                        ours.acquire();
+                    } else {
+                        theirs.acquire();
+                    }
+                    most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                    inside.decrementAndGet();
+                    if (useBaton) {
+                        ours.release();
+                    } else {
+                        theirs.release();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> w : workers) {
+            w.get(2, TimeUnit.MINUTES);
+        }
+        assertTrue(most.get() <= 2, "at most 2 holders, saw " + most.get());
+        assertEquals(2, ours.availablePermits());
+        assertEquals(2, theirs.availablePermits());
+    }
+
+    @Test
+    void releasesWakeTheOtherClientsWaiters() throws Exception {
+        baton.semaphore("wake").trySetPermits(0);
+        Future<Boolean> redissonWaiter = threads.submit(() -> redisson.getSemaphore("wake").tryAcquire(15, TimeUnit.SECONDS));
+        awaitSubscribers("redisson_sc:{wake}", 1);
+        baton.semaphore("wake").release();
+        assertTrue(redissonWaiter.get(12, TimeUnit.SECONDS));
+        Future<Boolean> batonWaiter = threads.submit(() -> baton.semaphore("wake").tryAcquire(15, TimeUnit.SECONDS));
+        awaitSubscribers("redisson_sc:{wake}", 1);
+        redisson.getSemaphore("wake").release();
+        assertTrue(batonWaiter.get(12, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void expirablePermitsAreCountedByBothClients() throws Exception {
+        BatonPermitExpirableSemaphore ours = baton.permitExpirableSemaphore("leases");
+        RPermitExpirableSemaphore theirs = redisson.getPermitExpirableSemaphore("leases");
+        assertTrue(ours.trySetPermits(3));
+        String redissonPermit = theirs.acquire(30, TimeUnit.SECONDS);
+        String batonPermit = ours.acquire(30, TimeUnit.SECONDS);
+        assertEquals(1, ours.availablePermits());
+        assertEquals(1, theirs.availablePermits());
+        theirs.release(batonPermit);   // permits are not owned: ids work across clients
+        ours.release(redissonPermit);
+        assertEquals(3, theirs.availablePermits());
+    }
+
+    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1) < expected) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("nobody subscribed to " + channel);
+            }
+            Thread.sleep(5);
+        }
+    }
+}

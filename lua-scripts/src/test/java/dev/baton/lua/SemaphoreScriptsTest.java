@@ -1,0 +1,84 @@
+package dev.baton.lua;
+
+import dev.baton.testkit.RedisErrorReply;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The semaphore scripts run raw: counts, refusals, ids, server-clock expiry, deletion. */
+@ExtendWith(RedisExtension.class)
+class SemaphoreScriptsTest {
+    private static final List<String> PLAIN = List.of("sem", "redisson_sc:{sem}");
+    private static final List<String> EXPIRABLE = List.of("pes", "{pes}:timeout", "redisson_sc:{pes}");
+
+    private static final String ID1 = "00112233445566778899aabbccddeeff";
+    private static final String ID2 = "ffeeddccbbaa99887766554433221100";
+
+    private final RedisServer redis;
+
+    SemaphoreScriptsTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void flush() {
+        redis.command("FLUSHALL");
+    }
+
+    private Object run(Script script, List<String> keys, String... args) {
+        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), Integer.toString(keys.size())));
+        command.addAll(keys);
+        command.addAll(Arrays.asList(args));
+        return redis.command(command.toArray(String[]::new));
+    }
+
+    @Test
+    void acquireTakesOnlyWhatIsThereAndSaysWhetherTheSemaphoreExists() {
+        assertEquals(List.of(0L, 0L), run(Script.SEMAPHORE_ACQUIRE, List.of("sem"), "1"), "absent: 0 permits");
+        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "3"));
+        assertEquals(0L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "9"));
+        assertEquals(List.of(1L, 1L), run(Script.SEMAPHORE_ACQUIRE, List.of("sem"), "2"));
+        assertEquals(List.of(0L, 1L), run(Script.SEMAPHORE_ACQUIRE, List.of("sem"), "2"), "exists, not enough");
+        assertEquals(3L, run(Script.SEMAPHORE_ADD, PLAIN, "2", "2147483647"));
+        assertEquals(3L, run(Script.SEMAPHORE_DRAIN, List.of("sem")));
+        assertEquals("0", redis.command("GET", "sem"), "drained, still there");
+        RedisErrorReply overflow = assertThrows(RedisErrorReply.class,
+                () -> run(Script.SEMAPHORE_ADD, PLAIN, "2147483647", "2147483646"));
+        assertTrue(overflow.getMessage().startsWith("BATON_ARG"), overflow.getMessage());
+        assertEquals(1L, run(Script.SEMAPHORE_DELETE, List.of("sem", "redisson_sc:{sem}", "{sem}:timeout")));
+        assertNull(redis.command("GET", "sem"));
+    }
+
+    @Test
+    void expirableAcquireIsIdempotentPerIdAndExpiresOnTheServerClock() throws Exception {
+        assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "1", "2147483647"));
+        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, "50"));
+        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, "50"), "re-sent: same permit");
+        assertEquals("0", redis.command("GET", "pes"));
+        @SuppressWarnings("unchecked")
+        List<Long> refused = (List<Long>) run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID2, "-1");
+        assertEquals(0L, refused.get(0));
+        assertTrue(refused.get(1) >= 0 && refused.get(1) <= 50, "waits for the earliest expiry: " + refused);
+        Thread.sleep(60); // let id-1's 50 ms lease pass on the server's clock
+        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID2, "-1"), "expired permit reclaimed");
+        List<?> taken = (List<?>) redis.command("ZRANGE", "{pes}:timeout", "0", "-1", "WITHSCORES");
+        assertEquals(2, taken.size());
+        assertEquals(16L, redis.command("EVAL", "return string.len(redis.call('zrange', KEYS[1], 0, 0)[1])", "1",
+                "{pes}:timeout"), "the id is stored as 16 raw bytes, as Redisson does");
+        assertEquals("922337203685477", taken.get(1), "no expiry: Redisson's mark");
+        assertEquals(0L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID1), "expired and reclaimed already");
+        assertEquals(1L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID2));
+        assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "available", "0", "2147483647"));
+    }
+}

@@ -1,0 +1,99 @@
+package dev.baton;
+
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A semaphore whose every taken permit has an id and, optionally, a lease: a permit whose lease
+ * runs out returns to the pool by itself, so a holder that crashes does not leak it. Stored like
+ * Redisson's {@code RPermitExpirableSemaphore} (available permits in a string at the name; taken
+ * permits in {@code {name}:timeout}, a sorted set of permit id → expiry in epoch milliseconds).
+ * Baton decides expiry with the Redis server's clock; see the guarantees document for mixing
+ * with Redisson clients, which use their own clocks.
+ *
+ * <p>How a wait ends is as for {@link BatonSemaphore}; a waiter also wakes when the earliest
+ * permit's lease runs out. Acquiring is idempotent per permit id, so a re-sent acquire never
+ * takes a second permit, and an acquire whose reply never came is undone by releasing its id.
+ */
+public interface BatonPermitExpirableSemaphore {
+
+    /** The semaphore's name, which is also its Redis key. */
+    String getName();
+
+    /** Takes a permit that never expires, waiting as long as it takes; returns its id. */
+    String acquire() throws InterruptedException;
+
+    /**
+     * Takes a permit with a lease, waiting as long as it takes; returns its id.
+     *
+     * @throws IllegalArgumentException if {@code leaseTime <= 0}
+     */
+    String acquire(long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /** Takes a permit (no expiry) if one is available now. */
+    Optional<String> tryAcquire();
+
+    /**
+     * Takes a permit with a lease, waiting at most {@code waitTime}; a negative
+     * {@code leaseTime} means the permit never expires.
+     */
+    Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Takes a permit with a lease and returns a handle that releases it on close.
+     */
+    ExpirablePermit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Returns the permit.
+     *
+     * @throws IllegalArgumentException if no such permit is held (never issued, released
+     *                                  already, or expired and returned to the pool)
+     */
+    void release(String permitId);
+
+    /** Returns the permit if it is held; whether it was. */
+    boolean tryRelease(String permitId);
+
+    /**
+     * Gives a held permit a new lease counted from now; a negative {@code leaseTime} means it
+     * never expires.
+     *
+     * @return whether the permit was held
+     */
+    boolean updateLeaseTime(String permitId, long leaseTime, TimeUnit unit);
+
+    /** Permits available now, after returning expired ones to the pool. */
+    int availablePermits();
+
+    /** Sets the total permits (available + taken); the available count follows. */
+    void setPermits(int permits);
+
+    /** Sets the available permits if the semaphore does not exist yet; whether it was set. */
+    boolean trySetPermits(int permits);
+
+    /** Adds (or, negative, removes) available permits. */
+    void addPermits(int permits);
+
+    /** Deletes the semaphore and its taken permits; waiters fail with {@link SynchronizerDeletedException}. */
+    boolean delete();
+
+    /** Asynchronous {@link #tryAcquire(long, long, TimeUnit)}; empty when the wait time ran out. */
+    CompletionStage<Optional<String>> tryAcquireAsync(long waitTime, long leaseTime, TimeUnit unit);
+
+    /** Asynchronous {@link #release(String)}. */
+    CompletionStage<Void> releaseAsync(String permitId);
+
+    /** Asynchronous {@link #tryRelease(String)}. */
+    CompletionStage<Boolean> tryReleaseAsync(String permitId);
+
+    /** Asynchronous {@link #updateLeaseTime(String, long, TimeUnit)}. */
+    CompletionStage<Boolean> updateLeaseTimeAsync(String permitId, long leaseTime, TimeUnit unit);
+
+    /** Asynchronous {@link #availablePermits()}. */
+    CompletionStage<Integer> availablePermitsAsync();
+
+    /** Asynchronous {@link #addPermits(int)}. */
+    CompletionStage<Void> addPermitsAsync(int permits);
+}

@@ -1,0 +1,279 @@
+package dev.baton.internal;
+
+import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.ExpirablePermit;
+import dev.baton.lua.Script;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/*
+ * The permit-expirable semaphore: Redisson's layout (available count at the name, taken permits
+ * in {name}:timeout as id -> expiry epoch ms, the new count on redisson_sc:{name}), with expiry
+ * decided by the Redis server's clock inside every script, which first returns expired permits
+ * to the pool.
+ *
+ * Each acquisition picks its permit id up front and the acquire script is idempotent per id, so
+ * a re-sent acquire never takes a second permit, and an acquire that got no reply is undone by
+ * releasing its id. A refused waiter parks until the earliest permit expires, a release message,
+ * or the re-check bound, whichever comes first.
+ */
+final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemaphore {
+    private static final Logger log = LoggerFactory.getLogger(RedisPermitExpirableSemaphore.class);
+    private static final String NO_EXPIRY = "-1";
+    private static final String MAX_PERMITS = Integer.toString(Integer.MAX_VALUE);
+
+    private final BatonClient client;
+    private final String name;
+    private final String channel;
+    private final List<String> keys;
+
+    RedisPermitExpirableSemaphore(BatonClient client, String name) {
+        this.client = client;
+        this.name = Names.requireName(name);
+        this.channel = Names.semaphoreChannel(name);
+        this.keys = List.of(name, Names.expirablePermits(name), channel);
+    }
+
+    @Override
+    public String getName() {
+        return name;
+    }
+
+    @Override
+    public String acquire() throws InterruptedException {
+        return acquireFor(NO_EXPIRY);
+    }
+
+    @Override
+    public String acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
+        return acquireFor(leaseMs(leaseTime, unit));
+    }
+
+    private String acquireFor(String leaseMs) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        PermitAttempt attempt = new PermitAttempt(leaseMs);
+        Blocking.awaitInterruptibly(start(attempt, -1), cleanupNanos());
+        return attempt.id;
+    }
+
+    @Override
+    public Optional<String> tryAcquire() {
+        PermitAttempt attempt = new PermitAttempt(NO_EXPIRY);
+        return Blocking.awaitUninterruptibly(start(attempt, 0)) ? Optional.of(attempt.id) : Optional.empty();
+    }
+
+    @Override
+    public Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long waitNanos = SemaphoreWaits.waitNanos(waitTime, unit);
+        PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        return Blocking.awaitInterruptibly(start(attempt, waitNanos), cleanupNanos())
+                ? Optional.of(attempt.id) : Optional.empty();
+    }
+
+    @Override
+    public ExpirablePermit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException {
+        String id = acquire(leaseTime, unit);
+        AtomicBoolean closed = new AtomicBoolean();
+        return new ExpirablePermit() {
+            @Override
+            public String id() {
+                return id;
+            }
+
+            @Override
+            public void close() {
+                if (closed.compareAndSet(false, true)) {
+                    tryRelease(id);
+                }
+            }
+        };
+    }
+
+    @Override
+    public void release(String permitId) {
+        Blocking.join(releaseAsync(permitId).toCompletableFuture());
+    }
+
+    @Override
+    public boolean tryRelease(String permitId) {
+        return Blocking.join(tryReleaseAsync(permitId).toCompletableFuture());
+    }
+
+    @Override
+    public boolean updateLeaseTime(String permitId, long leaseTime, TimeUnit unit) {
+        return Blocking.join(updateLeaseTimeAsync(permitId, leaseTime, unit).toCompletableFuture());
+    }
+
+    @Override
+    public int availablePermits() {
+        return Blocking.join(availablePermitsAsync().toCompletableFuture());
+    }
+
+    @Override
+    public void setPermits(int permits) {
+        requireNonNegative(permits);
+        Blocking.join(permitsOp("set", permits));
+    }
+
+    @Override
+    public boolean trySetPermits(int permits) {
+        requireNonNegative(permits);
+        return Blocking.join(permitsOp("try_set", permits)) == 1L;
+    }
+
+    @Override
+    public void addPermits(int permits) {
+        Blocking.join(addPermitsAsync(permits).toCompletableFuture());
+    }
+
+    @Override
+    public boolean delete() {
+        return Blocking.join(client.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
+                List.of(name, channel, Names.expirablePermits(name)), List.of())) == 1L;
+    }
+
+    @Override
+    public CompletionStage<Optional<String>> tryAcquireAsync(long waitTime, long leaseTime, TimeUnit unit) {
+        PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
+        return start(attempt, SemaphoreWaits.waitNanos(waitTime, unit)).result()
+                .thenApply(got -> got ? Optional.of(attempt.id) : Optional.empty());
+    }
+
+    @Override
+    public CompletionStage<Void> releaseAsync(String permitId) {
+        return sendRelease(permitId).thenApply(released -> {
+            if (!released) {
+                throw new IllegalArgumentException("permit " + permitId + " of semaphore '" + name
+                        + "' is not held: never issued, released already, or expired");
+            }
+            return null;
+        });
+    }
+
+    @Override
+    public CompletionStage<Boolean> tryReleaseAsync(String permitId) {
+        return sendRelease(permitId);
+    }
+
+    @Override
+    public CompletionStage<Boolean> updateLeaseTimeAsync(String permitId, long leaseTime, TimeUnit unit) {
+        requireId(permitId);
+        String lease = leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit);
+        return client.executor().<Long>eval(Script.EXPIRABLE_UPDATE_LEASE, CommandExecutor.Reply.INTEGER, keys,
+                List.of(permitId, lease)).thenApply(updated -> updated == 1L);
+    }
+
+    @Override
+    public CompletionStage<Integer> availablePermitsAsync() {
+        return permitsOp("available", 0).thenApply(Long::intValue);
+    }
+
+    @Override
+    public CompletionStage<Void> addPermitsAsync(int permits) {
+        return permitsOp("add", permits).thenApply(count -> null);
+    }
+
+    private CompletableFuture<Long> permitsOp(String op, int n) {
+        return client.executor().eval(Script.EXPIRABLE_PERMITS, CommandExecutor.Reply.INTEGER, keys,
+                List.of(op, Integer.toString(n), MAX_PERMITS));
+    }
+
+    /** Releases by id; true if it was held. A "not held" answer to a re-sent copy is our own first copy's work. */
+    private CompletableFuture<Boolean> sendRelease(String permitId) {
+        requireId(permitId);
+        return client.executor().<Long>evalTracked(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys,
+                List.of(permitId)).thenApply(d -> d.value() == 1L || d.resent());
+    }
+
+    private static final java.util.regex.Pattern PERMIT_ID = java.util.regex.Pattern.compile("[0-9a-fA-F]{32}");
+
+    /** Permit ids are 16 bytes shown as 32 hex characters (Redisson's format). */
+    private static String requireId(String permitId) {
+        Objects.requireNonNull(permitId, "permitId");
+        if (!PERMIT_ID.matcher(permitId).matches()) {
+            throw new IllegalArgumentException("permitId must be 32 hex characters, was '" + permitId + "'");
+        }
+        return permitId.toLowerCase(java.util.Locale.ROOT);
+    }
+
+    private static void requireNonNegative(int permits) {
+        if (permits < 0) {
+            throw new IllegalArgumentException("permits must not be negative, was " + permits);
+        }
+    }
+
+    private static String leaseMs(long leaseTime, TimeUnit unit) {
+        return Long.toString(RedisLock.leaseMs(leaseTime, unit).ms());
+    }
+
+    private long cleanupNanos() {
+        return 2 * client.executor().timeout().toNanos();
+    }
+
+    private AcquireEngine.Acquisition start(PermitAttempt attempt, long waitNanos) {
+        client.checkOpen();
+        return client.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
+    }
+
+    /** One acquisition of one permit, under an id chosen up front. */
+    private final class PermitAttempt implements AcquireEngine.Attempt {
+        final String id = UUID.randomUUID().toString().replace("-", "");
+        private final String leaseMs;
+        private final SemaphoreWaits.DeletionWatch deletion = new SemaphoreWaits.DeletionWatch();
+
+        PermitAttempt(String leaseMs) {
+            this.leaseMs = leaseMs;
+        }
+
+        @Override
+        public CompletableFuture<AcquireEngine.Outcome> attempt() {
+            client.checkOpen();
+            return client.executor().<List<Object>>eval(Script.EXPIRABLE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
+                    List.of(id, leaseMs)).thenApply(reply -> {
+                        if ((Long) reply.get(0) == 1L) {
+                            return AcquireEngine.Outcome.GRANTED;
+                        }
+                        deletion.check(name, (Long) reply.get(2) == 1L);
+                        long untilExpiry = (Long) reply.get(1);
+                        long retry = untilExpiry < 0 ? SemaphoreWaits.RECHECK_MS : Math.min(untilExpiry + 1, SemaphoreWaits.RECHECK_MS);
+                        return new AcquireEngine.Outcome(false, retry);
+                    });
+        }
+
+        @Override
+        public CompletableFuture<?> abandonUnknown() {
+            return giveBack();
+        }
+
+        @Override
+        public CompletableFuture<?> releaseGranted() {
+            return giveBack();
+        }
+
+        private CompletableFuture<?> giveBack() {
+            return sendRelease(id).exceptionally(e -> {
+                log.warn("giving back permit {} of '{}' failed; it returns when its lease ends", id, name, e);
+                return null;
+            });
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "BatonPermitExpirableSemaphore{" + name + "}";
+    }
+}
