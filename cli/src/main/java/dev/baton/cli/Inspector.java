@@ -1,0 +1,118 @@
+package dev.baton.cli;
+
+import io.lettuce.core.api.sync.RedisCommands;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Tells what a key is (lock, fair lock, read-write lock, semaphore, latch) from the layout Baton
+ * and Redisson share, and who holds or waits for it. Read-only: plain reads, no scripts.
+ */
+final class Inspector {
+    private Inspector() {
+    }
+
+    static String tagged(String name) {
+        return name.contains("{") ? name : "{" + name + "}";
+    }
+
+    /** What {@code name} is, as an ordered map (rendered for people or as JSON). */
+    static Map<String, Object> inspect(RedisCommands<String, String> redis, String name) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("name", name);
+        String type = redis.type(name);
+        long ttl = redis.pttl(name);
+        switch (type) {
+            case "none" -> out.put("kind", "absent");
+            case "hash" -> describeHash(redis, name, out);
+            case "string" -> describeCounter(redis, name, out);
+            default -> out.put("kind", "not a Baton synchronizer (a " + type + ")");
+        }
+        if (!"none".equals(type)) {
+            out.put("ttlMs", ttl);
+        }
+        return out;
+    }
+
+    private static void describeHash(RedisCommands<String, String> redis, String name, Map<String, Object> out) {
+        Map<String, String> fields = redis.hgetall(name);
+        List<Object> holders = new ArrayList<>();
+        fields.forEach((field, value) -> {
+            if (!field.equals("mode")) {
+                Map<String, Object> holder = new LinkedHashMap<>();
+                holder.put("owner", field.endsWith(":write") ? field.substring(0, field.length() - 6) : field);
+                holder.put("holds", Long.parseLong(value));
+                if (fields.containsKey("mode")) {
+                    holder.put("side", field.endsWith(":write") ? "write" : "read");
+                }
+                holders.add(holder);
+            }
+        });
+        long queued = redis.zcard("baton_fair_queue:" + tagged(name));
+        if (fields.containsKey("mode")) {
+            out.put("kind", "read-write lock");
+            out.put("mode", fields.get("mode"));
+            out.put("holders", holders);
+            out.put("waitingClients", subscribers(redis, "redisson_rwlock:" + tagged(name)));
+        } else if (queued > 0) {
+            out.put("kind", "fair lock");
+            out.put("holders", holders);
+            out.put("queuedWaiters", queued);
+        } else {
+            out.put("kind", "lock");
+            out.put("holders", holders);
+            out.put("waitingClients", subscribers(redis, "redisson_lock__channel:" + tagged(name)));
+        }
+    }
+
+    private static void describeCounter(RedisCommands<String, String> redis, String name, Map<String, Object> out) {
+        long value = Long.parseLong(redis.get(name));
+        String taken = tagged(name) + ":timeout";
+        if (redis.exists(taken) > 0) {
+            out.put("kind", "permit-expirable semaphore");
+            out.put("availablePermits", value);
+            out.put("takenPermits", redis.zcard(taken));
+            out.put("waitingClients", subscribers(redis, "redisson_sc:" + tagged(name)));
+            return;
+        }
+        long latchWaiters = subscribers(redis, "redisson_countdownlatch__channel__{" + name + "}");
+        long semaphoreWaiters = subscribers(redis, "redisson_sc:" + tagged(name));
+        if (latchWaiters > 0) {
+            out.put("kind", "count-down latch");
+            out.put("count", value);
+            out.put("waitingClients", latchWaiters);
+        } else if (semaphoreWaiters > 0) {
+            out.put("kind", "semaphore");
+            out.put("availablePermits", value);
+            out.put("waitingClients", semaphoreWaiters);
+        } else {
+            out.put("kind", "semaphore or count-down latch (nobody waiting, so it cannot tell)");
+            out.put("value", value);
+        }
+    }
+
+    private static long subscribers(RedisCommands<String, String> redis, String channel) {
+        Map<String, Long> counts = redis.pubsubNumsub(channel);
+        Long n = counts.get(channel);
+        return n == null ? 0 : n;
+    }
+
+    /** A few lines for people. */
+    static String render(Map<String, Object> info) {
+        StringBuilder out = new StringBuilder();
+        info.forEach((key, value) -> {
+            if (value instanceof List<?> list) {
+                out.append(String.format("%-18s %d%n", key + ":", list.size()));
+                for (Object item : list) {
+                    out.append("  - ").append(item).append(System.lineSeparator());
+                }
+            } else {
+                out.append(String.format("%-18s %s%n", key + ":", value));
+            }
+        });
+        return out.toString();
+    }
+}
