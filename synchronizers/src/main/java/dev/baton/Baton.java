@@ -90,6 +90,15 @@ public interface Baton extends AutoCloseable {
     BatonLock fairLock(String name);
 
     /**
+     * The read-write lock with this name (also its Redis key), Redisson-compatible.
+     *
+     * @throws NullPointerException     if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonReadWriteLock readWriteLock(String name);
+
+    /**
      * The fenced lock with this name: a reentrant lock whose grants carry rising fencing
      * tokens. Shares Redisson's {@code RFencedLock} layout.
      *

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * The lost-update workload, for the reentrant and the fair lock: 2 Baton clients x 4 threads
+ * The lost-update workload, for the reentrant, fair and write locks: 2 Baton clients x 4 threads
  * each do an unsynchronized
  * read-modify-write of a shared counter inside the lock. Without mutual exclusion updates are
  * lost (the read and the write are separated by a yield to widen the window) and the overlap
@@ -38,16 +38,20 @@ class LostUpdateTest {
         this.redis = redis;
     }
 
-    @ParameterizedTest(name = "fair={0}")
-    @ValueSource(booleans = {false, true})
-    void noUpdateIsLostOverTenThousandAcquisitions(boolean fair) throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"lock", "fairLock", "writeLock"})
+    void noUpdateIsLostOverTenThousandAcquisitions(String kind) throws Exception {
         redis.command("FLUSHALL");
         ExecutorService pool = Executors.newFixedThreadPool(CLIENTS * THREADS_PER_CLIENT);
         try (Clients clients = new Clients()) {
             List<Future<?>> workers = new ArrayList<>();
             for (int c = 0; c < CLIENTS; c++) {
                 Baton baton = clients.open(redis);
-                BatonLock lock = fair ? baton.fairLock("ledger") : baton.lock("ledger");
+                BatonLock lock = switch (kind) {
+                    case "fairLock" -> baton.fairLock("ledger");
+                    case "writeLock" -> baton.readWriteLock("ledger").writeLock();
+                    default -> baton.lock("ledger");
+                };
                 for (int t = 0; t < THREADS_PER_CLIENT; t++) {
                     workers.add(pool.submit(() -> {
                         for (int i = 0; i < ACQUISITIONS_PER_THREAD; i++) {

@@ -60,7 +60,21 @@ public enum Script {
     /** Give a held permit a new lease. */
     EXPIRABLE_UPDATE_LEASE("expirable_update_lease.lua"),
     /** Read or change a permit-expirable semaphore's count, after returning expired permits. */
-    EXPIRABLE_PERMITS("expirable_permits.lua");
+    EXPIRABLE_PERMITS("expirable_permits.lua"),
+    /** Take or re-enter the read side of a read-write lock. */
+    RWLOCK_READ_ACQUIRE("rwlock_read_acquire.lua"),
+    /** Give back one read hold. */
+    RWLOCK_READ_RELEASE("rwlock_read_release.lua"),
+    /** Take or re-enter the write side of a read-write lock. */
+    RWLOCK_WRITE_ACQUIRE("rwlock_write_acquire.lua"),
+    /** Give back one write hold. */
+    RWLOCK_WRITE_RELEASE("rwlock_write_release.lua"),
+    /** Delete a read-write lock held in a given mode. */
+    RWLOCK_FORCE_UNLOCK("rwlock_force_unlock.lua"),
+    /** Batched watchdog renewal of read holds. */
+    RWLOCK_READ_RENEW("rwlock_read_renew.lua"),
+    /** A waiting writer gives up and removes its mark. */
+    RWLOCK_WRITER_LEAVE("rwlock_writer_leave.lua");
 
     private final String fileName;
     private final String text;

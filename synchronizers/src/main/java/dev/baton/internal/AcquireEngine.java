@@ -62,6 +62,10 @@ final class AcquireEngine {
         default void messageSeen(String message) {
         }
 
+        /** The channel's subscription is confirmed: every later change will be announced to us. */
+        default void subscribed() {
+        }
+
         /**
          * The acquisition ends without a grant (timed out, cancelled, failed): take back whatever
          * the attempts left in Redis while waiting (a queue entry, say). Completes when done.
@@ -235,6 +239,7 @@ final class AcquireEngine {
                     if (e != null) {
                         finish(false, CommandExecutor.unwrap(e));
                     } else {
+                        attempt.subscribed();
                         step();
                     }
                 });

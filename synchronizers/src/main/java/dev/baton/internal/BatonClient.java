@@ -5,6 +5,7 @@ import dev.baton.BatonCountDownLatch;
 import dev.baton.BatonFencedLock;
 import dev.baton.BatonLock;
 import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.BatonReadWriteLock;
 import dev.baton.BatonSemaphore;
 import dev.baton.BatonOptions;
 import dev.baton.RedisUnavailableException;
@@ -192,6 +193,35 @@ public final class BatonClient implements Baton {
     }
 
     @Override
+    public BatonReadWriteLock readWriteLock(String name) {
+        checkOpen();
+        Names.requireName(name);
+        BatonLock read = new RedisLock(this, name, n -> new ReadLockRecipe(executor, n));
+        BatonLock write = new RedisLock(this, name, n -> new WriteLockRecipe(executor, n));
+        return new BatonReadWriteLock() {
+            @Override
+            public String getName() {
+                return name;
+            }
+
+            @Override
+            public BatonLock readLock() {
+                return read;
+            }
+
+            @Override
+            public BatonLock writeLock() {
+                return write;
+            }
+
+            @Override
+            public String toString() {
+                return "BatonReadWriteLock{" + name + "}";
+            }
+        };
+    }
+
+    @Override
     public BatonFencedLock fencedLock(String name) {
         checkOpen();
         return new RedisFencedLock(this, name);
@@ -310,14 +340,39 @@ public final class BatonClient implements Baton {
     }
 
     private CompletableFuture<List<Boolean>> renew(List<Lease> batch, long leaseMs) {
-        List<String> keys = new ArrayList<>(batch.size());
-        List<String> args = new ArrayList<>(batch.size() + 1);
-        args.add(Long.toString(leaseMs));
+        // One script call per renewal kind in the batch; the flags go back in the batch's order.
+        List<Lease> fields = new ArrayList<>();
+        List<Lease> reads = new ArrayList<>();
         for (Lease lease : batch) {
+            (lease.renewal == LockRecipe.Renewal.READ_HOLDS ? reads : fields).add(lease);
+        }
+        CompletableFuture<List<Boolean>> fieldFlags = fields.isEmpty()
+                ? CompletableFuture.completedFuture(List.of()) : renewCall(Script.LOCK_RENEW, fields, leaseMs, false);
+        CompletableFuture<List<Boolean>> readFlags = reads.isEmpty()
+                ? CompletableFuture.completedFuture(List.of()) : renewCall(Script.RWLOCK_READ_RENEW, reads, leaseMs, true);
+        return fieldFlags.thenCombine(readFlags, (f, r) -> {
+            List<Boolean> flags = new ArrayList<>(batch.size());
+            int fi = 0;
+            int ri = 0;
+            for (Lease lease : batch) {
+                flags.add(lease.renewal == LockRecipe.Renewal.READ_HOLDS ? r.get(ri++) : f.get(fi++));
+            }
+            return flags;
+        });
+    }
+
+    private CompletableFuture<List<Boolean>> renewCall(Script script, List<Lease> leases, long leaseMs, boolean withPrefixes) {
+        List<String> keys = new ArrayList<>();
+        List<String> args = new ArrayList<>(leases.size() + 1);
+        args.add(Long.toString(leaseMs));
+        for (Lease lease : leases) {
             keys.add(lease.key);
+            if (withPrefixes) {
+                keys.add(Names.readHoldPrefix(lease.key, lease.owner));
+            }
             args.add(lease.owner);
         }
-        return executor.<List<Object>>eval(Script.LOCK_RENEW, CommandExecutor.Reply.ARRAY, keys, args)
+        return executor.<List<Object>>eval(script, CommandExecutor.Reply.ARRAY, keys, args)
                 .thenApply(reply -> {
                     List<Boolean> renewed = new ArrayList<>(reply.size());
                     for (Object flag : reply) {

@@ -48,6 +48,11 @@ final class FairRecipe implements LockRecipe {
     }
 
     @Override
+    public CompletableFuture<Boolean> isLocked() {
+        return executor.read("EXISTS", name, c -> c.exists(name)).thenApply(n -> n > 0);
+    }
+
+    @Override
     public ToIntFunction<String> wakeRule() {
         return PubSubService.WAKE_TAGGED;
     }

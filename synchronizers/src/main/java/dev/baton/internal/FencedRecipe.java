@@ -28,6 +28,11 @@ final class FencedRecipe implements LockRecipe {
     }
 
     @Override
+    public CompletableFuture<Boolean> isLocked() {
+        return plain.isLocked();
+    }
+
+    @Override
     public ToIntFunction<String> wakeRule() {
         return plain.wakeRule();
     }

@@ -19,6 +19,8 @@ final class Lease {
     volatile long lastRenewedNanos;
     /** The fencing token of the current hold (fenced locks only; 0 otherwise). */
     volatile long token;
+    /** How the watchdog renews it. */
+    volatile LockRecipe.Renewal renewal = LockRecipe.Renewal.HASH_FIELD;
 
     Lease(String key, String owner, int holds, long leaseMs, boolean watchdog, long nowNanos) {
         this.key = key;

@@ -55,11 +55,17 @@ final class Leases {
 
     /** Records a grant that leaves the owner with {@code holds} holds. */
     Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog) {
+        return granted(key, owner, holds, leaseMs, watchdog, LockRecipe.Renewal.HASH_FIELD);
+    }
+
+    /** Records a grant of a kind renewed in the given way. */
+    Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog, LockRecipe.Renewal renewal) {
         Key k = new Key(key, owner);
         lost.invalidate(k);
         Lease lease = live.get(k);
         if (lease == null) {
             lease = new Lease(key, owner, holds, leaseMs, watchdog, scheduler.nanoTime());
+            lease.renewal = renewal;
             live.put(k, lease);
             if (watchdog) {
                 registry.register(lease);

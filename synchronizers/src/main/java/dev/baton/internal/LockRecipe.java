@@ -22,8 +22,29 @@ interface LockRecipe {
         }
     }
 
+    /** How the watchdog renews a lease of this kind. */
+    enum Renewal {
+        /** The owner's field in the lock hash: {@code lock_renew.lua}. */
+        HASH_FIELD,
+        /** A read hold: the hash and each per-hold timeout key: {@code rwlock_read_renew.lua}. */
+        READ_HOLDS
+    }
+
     /** The channel waiters subscribe to. */
     String channel();
+
+    /** The hash field that holds {@code owner}'s count (the owner id itself, unless a kind says otherwise). */
+    default String field(String owner) {
+        return owner;
+    }
+
+    /** How the watchdog renews this kind's leases. */
+    default Renewal renewal() {
+        return Renewal.HASH_FIELD;
+    }
+
+    /** Whether anybody holds the lock (in this kind's sense). */
+    CompletableFuture<Boolean> isLocked();
 
     /** How a message on {@link #channel()} wakes local waiters. */
     ToIntFunction<String> wakeRule();

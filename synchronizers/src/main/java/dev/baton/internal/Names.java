@@ -44,6 +44,21 @@ final class Names {
         return hashTagged(name) + ":timeout";
     }
 
+    /** The read-write lock's channel, Redisson's: {@code redisson_rwlock:{name}}. */
+    static String rwlockChannel(String name) {
+        return "redisson_rwlock:" + hashTagged(name);
+    }
+
+    /** The waiting writer's mark (Baton's own): {@code baton_rwlock_writer:{name}}. */
+    static String writerMark(String name) {
+        return "baton_rwlock_writer:" + hashTagged(name);
+    }
+
+    /** The prefix of one reader's per-hold keys, Redisson's: {@code {name}:<owner>:rwlock_timeout}. */
+    static String readHoldPrefix(String name, String owner) {
+        return hashTagged(name) + ":" + owner + ":rwlock_timeout";
+    }
+
     /** The fenced lock's token counter, Redisson's: {@code redisson_lock_token:{name}}. */
     static String fencingToken(String name) {
         return "redisson_lock_token:" + hashTagged(name);

@@ -21,14 +21,17 @@ import java.util.concurrent.TimeUnit;
  * a bounded re-check, not a polling loop.
  *
  * Deleted versus reached zero: both leave the key absent. The message tells them apart: a
- * waiter that was woken by "1" (new count or deletion) and then finds the latch gone knows it
- * was deleted, and fails with SynchronizerDeletedException instead of waiting forever as
- * Redisson's waiters do.
+ * waiter that saw the count positive, and then finds the latch gone after a "1" (new count or
+ * deletion), knows it was deleted and fails with SynchronizerDeletedException instead of waiting
+ * forever as Redisson's waiters do. A waiter whose re-check finds the key gone before the message
+ * arrived waits up to MESSAGE_GRACE_MS for it; only if it never comes is the latch taken to have
+ * reached zero.
  */
 final class RedisCountDownLatch implements BatonCountDownLatch {
     private static final String ZERO_MESSAGE = "0";
     private static final String NEW_COUNT_OR_DELETED_MESSAGE = "1";
     private static final long RECHECK_MS = TimeUnit.SECONDS.toMillis(RECHECK_SECONDS);
+    private static final long MESSAGE_GRACE_MS = 500;
 
     private final BatonClient client;
     private final String name;
@@ -144,25 +147,44 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     /** One await's attempts: read the count; zero grants. */
     private final class ZeroWatch implements AcquireEngine.Attempt {
-        private boolean announcedNewCountOrDeletion;
+        private boolean listening;
+        private boolean sawPositive;
+        private boolean gaveGrace;
+        private String lastMessage;
 
         @Override
         public void messageSeen(String message) {
-            announcedNewCountOrDeletion = NEW_COUNT_OR_DELETED_MESSAGE.equals(message);
+            lastMessage = message;
+        }
+
+        @Override
+        public void subscribed() {
+            listening = true;
         }
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             return client.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
-                if (value == null && announcedNewCountOrDeletion) {
+                if (value != null && Long.parseLong(value) > 0) {
+                    // Only a count seen while subscribed promises a message when it changes.
+                    sawPositive = listening;
+                    lastMessage = null; // a "1" followed by a count was a new round, not a deletion
+                    return new AcquireEngine.Outcome(false, RECHECK_MS);
+                }
+                if (value != null || !sawPositive || ZERO_MESSAGE.equals(lastMessage)) {
+                    return AcquireEngine.Outcome.GRANTED;
+                }
+                if (NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
                     throw new SynchronizerDeletedException(name, "count-down latch '" + name
                             + "' was deleted while this caller was waiting for it to reach zero");
                 }
-                if (value == null || Long.parseLong(value) <= 0) {
-                    return AcquireEngine.Outcome.GRANTED;
+                // Gone, and the message saying why (zero or deleted) has not arrived yet: give it
+                // a moment; if it never comes (lost), take the latch as having reached zero.
+                if (!gaveGrace) {
+                    gaveGrace = true;
+                    return new AcquireEngine.Outcome(false, MESSAGE_GRACE_MS);
                 }
-                announcedNewCountOrDeletion = false;
-                return new AcquireEngine.Outcome(false, RECHECK_MS);
+                return AcquireEngine.Outcome.GRANTED;
             });
         }
 

@@ -203,7 +203,7 @@ class RedisLock implements BatonLock {
     @Override
     public CompletionStage<Boolean> isLockedAsync() {
         client.checkOpen();
-        return client.executor().read("EXISTS", name, c -> c.exists(name)).thenApply(n -> n > 0);
+        return recipe.isLocked();
     }
 
     // ---- the recipe ------------------------------------------------------------------------
@@ -237,8 +237,9 @@ class RedisLock implements BatonLock {
         return Thread.currentThread().getId();
     }
 
+    /** The owner's field in the lock hash: its owner id, as the recipe spells it. */
     String owner(long ownerId) {
-        return Names.owner(client.clientId(), ownerId);
+        return recipe.field(Names.owner(client.clientId(), ownerId));
     }
 
     long cleanupNanos() {
@@ -288,7 +289,8 @@ class RedisLock implements BatonLock {
             }
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
                 if (grant.granted()) {
-                    Lease held = client.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(), lease.watchdog());
+                    Lease held = client.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(),
+                            lease.watchdog(), recipe.renewal());
                     held.token = grant.token();
                     return AcquireEngine.Outcome.GRANTED;
                 }

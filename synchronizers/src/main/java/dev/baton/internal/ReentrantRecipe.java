@@ -31,6 +31,11 @@ final class ReentrantRecipe implements LockRecipe {
     }
 
     @Override
+    public CompletableFuture<Boolean> isLocked() {
+        return executor.read("EXISTS", keys.get(0), c -> c.exists(keys.get(0))).thenApply(n -> n > 0);
+    }
+
+    @Override
     public ToIntFunction<String> wakeRule() {
         return PubSubService.WAKE_ONE;
     }

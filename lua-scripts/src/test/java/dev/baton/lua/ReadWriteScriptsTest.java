@@ -1,0 +1,76 @@
+package dev.baton.lua;
+
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+/** The read-write lock scripts run raw: Redisson's layout, the writer mark, upgrade, downgrade. */
+@ExtendWith(RedisExtension.class)
+class ReadWriteScriptsTest {
+    private static final String R = "client-a:1";
+    private static final String W = "client-b:2:write";
+
+    private final RedisServer redis;
+
+    ReadWriteScriptsTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void flush() {
+        redis.command("FLUSHALL");
+    }
+
+    private Object run(Script script, List<String> keys, String... args) {
+        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), Integer.toString(keys.size())));
+        command.addAll(keys);
+        command.addAll(Arrays.asList(args));
+        return redis.command(command.toArray(String[]::new));
+    }
+
+    private Object read(String reader, int heldBefore) {
+        return run(Script.RWLOCK_READ_ACQUIRE, List.of("doc", "baton_rwlock_writer:{doc}", "{doc}:" + reader + ":rwlock_timeout"),
+                "10000", reader, reader + ":write", Integer.toString(heldBefore));
+    }
+
+    private Object write(String writer, int heldBefore) {
+        return run(Script.RWLOCK_WRITE_ACQUIRE, List.of("doc", "baton_rwlock_writer:{doc}"), "10000", writer,
+                writer.substring(0, writer.length() - 6), Integer.toString(heldBefore), "3000", "1");
+    }
+
+    @Test
+    void readHoldsGetTheirOwnKeysAndAWaitingWriterKeepsNewReadersOut() {
+        assertEquals(List.of(1L, 1L), read(R, 0));
+        assertEquals(List.of(1L, 1L), read(R, 0), "re-delivered: still one hold");
+        assertEquals(List.of(1L, 2L), read(R, 1));
+        assertEquals("read", redis.command("HGET", "doc", "mode"));
+        assertEquals("1", redis.command("GET", "{doc}:" + R + ":rwlock_timeout:2"));
+        assertEquals(0L, ((List<?>) write(W, 0)).get(0), "a writer waits while reading goes on");
+        assertEquals(W, redis.command("GET", "baton_rwlock_writer:{doc}"), "and leaves its mark");
+        assertEquals(0L, ((List<?>) read("client-c:3", 0)).get(0), "a new reader is kept out by the mark");
+        assertEquals(List.of(1L, 3L), read(R, 2), "a reader that already reads may re-enter");
+    }
+
+    @Test
+    void anUpgradeIsRefusedForGoodAndADowngradeKeepsTheRead() {
+        read(R, 0);
+        assertEquals(List.of(-1L, 0L), write(R + ":write", 0));
+        assertNull(redis.command("GET", "baton_rwlock_writer:{doc}"), "no mark for a refused upgrade");
+        redis.command("FLUSHALL");
+        assertEquals(List.of(1L, 1L), write(W, 0));
+        String writerAsReader = W.substring(0, W.length() - 6);
+        assertEquals(List.of(1L, 1L), read(writerAsReader, 0), "the writer may read");
+        assertEquals(0L, run(Script.RWLOCK_WRITE_RELEASE, List.of("doc", "redisson_rwlock:{doc}"), "10000", W, "1", "1"));
+        assertEquals("read", redis.command("HGET", "doc", "mode"), "downgraded");
+        assertEquals("1", redis.command("HGET", "doc", writerAsReader));
+    }
+}

@@ -1,0 +1,89 @@
+package dev.baton.internal;
+
+import dev.baton.lua.Script;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.ToIntFunction;
+
+/**
+ * The write side of the read-write lock (Redisson's layout): one writer, field
+ * {@code <owner>:write}. A waiting writer leaves a mark that keeps new Baton readers out; a
+ * reader asking to upgrade is refused at once, since it could never succeed while it reads.
+ */
+final class WriteLockRecipe implements LockRecipe {
+    private static final String WAKE_ALL_MESSAGE = "1";
+    /** How long a waiting writer's mark lives; the writer calls again every third of it. */
+    static final long MARK_TTL_MS = 3_000;
+
+    private final CommandExecutor executor;
+    private final String name;
+    private final String channel;
+    private final List<String> keys;
+
+    WriteLockRecipe(CommandExecutor executor, String name) {
+        this.executor = executor;
+        this.name = name;
+        this.channel = Names.rwlockChannel(name);
+        this.keys = List.of(name, Names.writerMark(name));
+    }
+
+    @Override
+    public String channel() {
+        return channel;
+    }
+
+    @Override
+    public String field(String owner) {
+        return owner + ":write";
+    }
+
+    @Override
+    public ToIntFunction<String> wakeRule() {
+        return PubSubService.WAKE_ALL;
+    }
+
+    @Override
+    public CompletableFuture<Grant> acquire(String writer, int heldBefore, long leaseMs, boolean willWait) {
+        String reader = writer.substring(0, writer.length() - ":write".length());
+        return executor.<List<Object>>eval(Script.RWLOCK_WRITE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
+                        List.of(Long.toString(leaseMs), writer, reader, Integer.toString(heldBefore),
+                                Long.toString(MARK_TTL_MS), willWait ? "1" : "0"))
+                .thenApply(reply -> {
+                    if ((Long) reply.get(0) == -1L) {
+                        throw new IllegalMonitorStateException("read-write lock '" + name + "': owner " + reader
+                                + " holds the read lock and asks for the write lock; an upgrade can never succeed "
+                                + "while it reads (release the read holds first)");
+                    }
+                    return new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1));
+                });
+    }
+
+    @Override
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String writer, int heldBefore, long leaseMs) {
+        return executor.evalTracked(Script.RWLOCK_WRITE_RELEASE, CommandExecutor.Reply.INTEGER, List.of(name, channel),
+                List.of(Long.toString(leaseMs), writer, Integer.toString(heldBefore), WAKE_ALL_MESSAGE));
+    }
+
+    @Override
+    public CompletableFuture<Boolean> forceUnlock() {
+        return executor.<Long>eval(Script.RWLOCK_FORCE_UNLOCK, CommandExecutor.Reply.INTEGER, List.of(name, channel),
+                List.of("write", WAKE_ALL_MESSAGE)).thenApply(deleted -> deleted == 1L);
+    }
+
+    @Override
+    public CompletableFuture<?> leave(String writer) {
+        // A writer that gives up takes its mark with it (only if the mark is its own).
+        return executor.eval(Script.RWLOCK_WRITER_LEAVE, CommandExecutor.Reply.INTEGER, List.of(keys.get(1)), List.of(writer));
+    }
+
+    @Override
+    public CompletableFuture<Boolean> isLocked() {
+        return executor.read("HGET", name, c -> c.hget(name, "mode")).thenApply("write"::equals);
+    }
+
+    @Override
+    public String toString() {
+        return "write lock";
+    }
+}

@@ -1,0 +1,245 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The read-write lock's rules, with two clients on one real Redis. */
+@ExtendWith(RedisExtension.class)
+class ReadWriteLockTest {
+    private final RedisServer redis;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private Baton a;
+    private Baton b;
+
+    ReadWriteLockTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        a = clients.open(redis);
+        b = clients.open(redis);
+    }
+
+    @AfterEach
+    void close() {
+        threads.shutdownNow();
+        clients.close();
+    }
+
+    private boolean inOtherThread(java.util.concurrent.Callable<Boolean> call) throws Exception {
+        return threads.submit(call).get(20, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void readersShareAndExcludeWriters() throws Exception {
+        BatonReadWriteLock mine = a.readWriteLock("doc");
+        mine.readLock().lock();
+        assertTrue(inOtherThread(() -> b.readWriteLock("doc").readLock().tryLock()), "readers share");
+        // A third client: a pooled thread of b that reads would be asking for an upgrade.
+        Baton c = clients.open(redis);
+        assertFalse(inOtherThread(() -> c.readWriteLock("doc").writeLock().tryLock()), "no writer while reading");
+        assertEquals("read", redis.command("HGET", "doc", "mode"));
+        assertTrue(mine.readLock().isLocked());
+        assertFalse(mine.writeLock().isLocked());
+    }
+
+    @Test
+    void aWriterExcludesReadersAndWriters() throws Exception {
+        BatonReadWriteLock mine = a.readWriteLock("doc");
+        mine.writeLock().lock();
+        assertFalse(inOtherThread(() -> b.readWriteLock("doc").readLock().tryLock()));
+        assertFalse(inOtherThread(() -> b.readWriteLock("doc").writeLock().tryLock()));
+        assertEquals("1", redis.command("HGET", "doc", a.clientId() + ":" + Thread.currentThread().getId() + ":write"));
+        mine.writeLock().unlock();
+        assertTrue(inOtherThread(() -> b.readWriteLock("doc").readLock().tryLock()));
+    }
+
+    @Test
+    void bothSidesAreReentrant() {
+        BatonReadWriteLock lock = a.readWriteLock("reentrant");
+        lock.readLock().lock();
+        lock.readLock().lock();
+        assertEquals(2, lock.readLock().getHoldCount());
+        assertEquals(1L, redis.command("EXISTS", "{reentrant}:" + a.clientId() + ":" + Thread.currentThread().getId()
+                + ":rwlock_timeout:2"), "each read hold has its own lease key");
+        lock.readLock().unlock();
+        lock.readLock().unlock();
+        lock.writeLock().lock();
+        lock.writeLock().lock();
+        assertEquals(2, lock.writeLock().getHoldCount());
+        lock.writeLock().unlock();
+        lock.writeLock().unlock();
+        assertEquals(0L, redis.command("EXISTS", "reentrant"));
+    }
+
+    @Test
+    void aWriterMayDowngradeAndTheDowngradeWakesWaitingReaders() throws Exception {
+        BatonReadWriteLock lock = a.readWriteLock("downgrade");
+        lock.writeLock().lock(); // watchdog lease: 30 s, longer than the reader below waits
+        Future<Boolean> reader = threads.submit(() -> {
+            BatonLock read = b.readWriteLock("downgrade").readLock();
+            boolean got = read.tryLock(15, TimeUnit.SECONDS);
+            if (got) {
+                read.unlock();
+            }
+            return got;
+        });
+        awaitSubscribers("redisson_rwlock:{downgrade}", 1);
+        lock.readLock().lock();
+        lock.writeLock().unlock();
+        assertEquals("read", redis.command("HGET", "downgrade", "mode"));
+        assertTrue(reader.get(12, TimeUnit.SECONDS), "woken by the finished downgrade, not by a TTL");
+        assertTrue(lock.readLock().isHeldByCurrentThread());
+        lock.readLock().unlock();
+        assertEquals(0L, redis.command("EXISTS", "downgrade"));
+    }
+
+    @Test
+    void anUpgradeFailsFastInsteadOfWaitingForever() throws Exception {
+        BatonReadWriteLock lock = a.readWriteLock("upgrade");
+        lock.readLock().lock();
+        IllegalMonitorStateException e = assertThrows(IllegalMonitorStateException.class, () -> lock.writeLock().lock());
+        assertTrue(e.getMessage().contains("upgrade"), e.getMessage());
+        assertThrows(IllegalMonitorStateException.class, () -> lock.writeLock().tryLock(5, TimeUnit.SECONDS));
+        assertEquals("read", redis.command("HGET", "upgrade", "mode"));
+        assertEquals(0L, redis.command("EXISTS", "baton_rwlock_writer:{upgrade}"), "no writer mark left");
+        lock.readLock().unlock();
+        assertTrue(lock.writeLock().tryLock());
+        lock.writeLock().unlock();
+    }
+
+    @Test
+    void aCrashedReadersHoldExpiresOnItsOwnWhileOthersKeepTheirs() throws Exception {
+        Baton doomed = clients.open(redis);
+        long doomedThread = threads.submit(() -> {
+            doomed.readWriteLock("shared").readLock().lock(400, TimeUnit.MILLISECONDS);
+            return Thread.currentThread().getId();
+        }).get();
+        doomed.close(); // crashed: no unlock
+        BatonLock survivor = b.readWriteLock("shared").readLock();
+        survivor.lock();
+        String doomedHold = "{shared}:" + doomed.clientId() + ":" + doomedThread + ":rwlock_timeout:1";
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((Long) redis.command("EXISTS", doomedHold) == 1L && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(0L, redis.command("EXISTS", doomedHold), "the crashed reader's hold expired");
+        assertTrue(survivor.isHeldByCurrentThread(), "the other reader keeps its hold");
+        assertFalse(inOtherThread(() -> a.readWriteLock("shared").writeLock().tryLock()));
+        survivor.unlock();
+        assertTrue(inOtherThread(() -> a.readWriteLock("shared").writeLock().tryLock(5, TimeUnit.SECONDS)),
+                "once the live reader leaves, the crashed one does not block the writer");
+    }
+
+    @Test
+    void aWaitingWriterIsNotStarvedByLoopingReaders() throws Exception {
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong readerCycles = new AtomicLong();
+        List<Future<?>> readers = new ArrayList<>();
+        for (int r = 0; r < 4; r++) {
+            BatonLock read = (r % 2 == 0 ? a : b).readWriteLock("busy").readLock();
+            readers.add(threads.submit(() -> {
+                for (int i = 0; i < 5_000 && !stop.get(); i++) {
+                    if (read.tryLock(5, TimeUnit.SECONDS)) {
+                        readerCycles.incrementAndGet();
+                        Thread.yield();
+                        read.unlock();
+                    }
+                }
+                return null;
+            }));
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (readerCycles.get() < 50 && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        long before = readerCycles.get();
+        BatonLock write = a.readWriteLock("busy").writeLock();
+        assertTrue(write.tryLock(20, TimeUnit.SECONDS), "the writer got in while readers kept coming");
+        long cyclesWhileWaiting = readerCycles.get() - before;
+        write.unlock();
+        stop.set(true);
+        for (Future<?> f : readers) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+        assertTrue(cyclesWhileWaiting < 100, "readers got in " + cyclesWhileWaiting + " times while the writer waited");
+    }
+
+    @Test
+    void noWriterWhileReadersReadAndNoLostWriteAcrossTwoClients() throws Exception {
+        AtomicInteger readers = new AtomicInteger();
+        AtomicInteger writers = new AtomicInteger();
+        AtomicInteger violations = new AtomicInteger();
+        long[] counter = new long[1];
+        List<Future<?>> workers = new ArrayList<>();
+        for (int t = 0; t < 6; t++) {
+            BatonReadWriteLock lock = (t % 2 == 0 ? a : b).readWriteLock("ledger");
+            boolean writer = t < 2;
+            workers.add(threads.submit(() -> {
+                for (int i = 0; i < 150; i++) {
+                    BatonLock side = writer ? lock.writeLock() : lock.readLock();
+                    side.lock();
+                    try {
+                        if (writer) {
+                            if (writers.incrementAndGet() > 1 || readers.get() > 0) {
+                                violations.incrementAndGet();
+                            }
+                            long read = counter[0];
+                            Thread.yield();
+                            counter[0] = read + 1;
+                            writers.decrementAndGet();
+                        } else {
+                            readers.incrementAndGet();
+                            if (writers.get() > 0) {
+                                violations.incrementAndGet();
+                            }
+                            Thread.yield();
+                            readers.decrementAndGet();
+                        }
+                    } finally {
+                        side.unlock();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> w : workers) {
+            w.get(3, TimeUnit.MINUTES);
+        }
+        assertEquals(0, violations.get());
+        assertEquals(300L, counter[0], "no lost write");
+        assertEquals(0L, redis.command("EXISTS", "ledger"));
+    }
+
+    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1) < expected) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("nobody subscribed to " + channel);
+            }
+            Thread.sleep(5);
+        }
+    }
+}
