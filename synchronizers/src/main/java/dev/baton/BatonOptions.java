@@ -31,7 +31,18 @@ public final class BatonOptions {
     private final Duration watchdogTimeout;
     private final int renewalBatchSize;
     private final Duration fairLockWaiterTimeout;
+    private final int replicaSyncReplicas;
+    private final Duration replicaSyncTimeout;
+    private final ReplicaSyncFailure replicaSyncFailure;
     private final LeaseLostListener leaseLostListener;
+
+    /** What to do when fewer replicas than required acknowledge a change in time. */
+    public enum ReplicaSyncFailure {
+        /** Report {@link ReplicaSyncException} (and undo an acquire). */
+        FAIL,
+        /** Accept the change as it is (it may be lost if the master fails now). */
+        ACCEPT
+    }
 
     private BatonOptions(Builder b) {
         this.redisUris = List.copyOf(b.redisUris);
@@ -40,6 +51,9 @@ public final class BatonOptions {
         this.watchdogTimeout = b.watchdogTimeout;
         this.renewalBatchSize = b.renewalBatchSize;
         this.fairLockWaiterTimeout = b.fairLockWaiterTimeout;
+        this.replicaSyncReplicas = b.replicaSyncReplicas;
+        this.replicaSyncTimeout = b.replicaSyncTimeout;
+        this.replicaSyncFailure = b.replicaSyncFailure;
         this.leaseLostListener = b.leaseLostListener;
     }
 
@@ -87,6 +101,25 @@ public final class BatonOptions {
         return fairLockWaiterTimeout;
     }
 
+    /**
+     * How many replicas must acknowledge each state change (acquire, release, renewal,
+     * semaphore change) before it counts as done: Redis {@code WAIT}. 0 (the default) = none.
+     * Not applied in Redis Cluster mode (a warning says so once).
+     */
+    public int replicaSyncReplicas() {
+        return replicaSyncReplicas;
+    }
+
+    /** How long to wait for replicas to acknowledge. */
+    public Duration replicaSyncTimeout() {
+        return replicaSyncTimeout;
+    }
+
+    /** What to do when too few replicas acknowledge in time. */
+    public ReplicaSyncFailure replicaSyncFailure() {
+        return replicaSyncFailure;
+    }
+
     /** The listener told about lost leases, or {@code null}. */
     public LeaseLostListener leaseLostListener() {
         return leaseLostListener;
@@ -101,6 +134,9 @@ public final class BatonOptions {
         b.watchdogTimeout = watchdogTimeout;
         b.renewalBatchSize = renewalBatchSize;
         b.fairLockWaiterTimeout = fairLockWaiterTimeout;
+        b.replicaSyncReplicas = replicaSyncReplicas;
+        b.replicaSyncTimeout = replicaSyncTimeout;
+        b.replicaSyncFailure = replicaSyncFailure;
         b.leaseLostListener = leaseLostListener;
         return b;
     }
@@ -110,7 +146,7 @@ public final class BatonOptions {
         // URIs may carry passwords: never print them.
         return "BatonOptions{servers=" + redisUris.size() + ", cluster=" + cluster
                 + ", commandTimeout=" + commandTimeout + ", watchdogTimeout=" + watchdogTimeout
-                + ", renewalBatchSize=" + renewalBatchSize + "}";
+                + ", renewalBatchSize=" + renewalBatchSize + ", replicaSync=" + replicaSyncReplicas + "}";
     }
 
     /** Builds {@link BatonOptions}; every setter checks its argument at once. */
@@ -121,6 +157,9 @@ public final class BatonOptions {
         private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
         private int renewalBatchSize = DEFAULT_RENEWAL_BATCH_SIZE;
         private Duration fairLockWaiterTimeout = DEFAULT_FAIR_LOCK_WAITER_TIMEOUT;
+        private int replicaSyncReplicas;
+        private Duration replicaSyncTimeout = Duration.ofSeconds(1);
+        private ReplicaSyncFailure replicaSyncFailure = ReplicaSyncFailure.FAIL;
         private LeaseLostListener leaseLostListener;
 
         private Builder() {
@@ -182,6 +221,20 @@ public final class BatonOptions {
                 throw new IllegalArgumentException("fairLockWaiterTimeout must be at least 300 ms, was " + timeout);
             }
             this.fairLockWaiterTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * After each state change, wait until {@code replicas} replicas acknowledged it, at most
+         * {@code timeout}; {@code failure} says what happens when fewer do.
+         */
+        public Builder replicaSync(int replicas, Duration timeout, ReplicaSyncFailure failure) {
+            if (replicas < 0) {
+                throw new IllegalArgumentException("replicas must not be negative, was " + replicas);
+            }
+            this.replicaSyncTimeout = positive(timeout, "timeout");
+            this.replicaSyncFailure = Objects.requireNonNull(failure, "failure");
+            this.replicaSyncReplicas = replicas;
             return this;
         }
 

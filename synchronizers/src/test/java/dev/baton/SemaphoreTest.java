@@ -186,7 +186,9 @@ class SemaphoreTest {
             }));
         }
         // Each waiter tries once, subscribes, and tries once more before it parks: 8 calls.
+        // Then wait for quiet, so every waiter has handled its last reply and is parked.
         awaitCalls("evalsha", 8);
+        awaitQuiet("evalsha");
         redis.command("CONFIG", "RESETSTAT");
         a.semaphore("gate").release(2);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -194,7 +196,9 @@ class SemaphoreTest {
             Thread.sleep(5);
         }
         assertEquals(2, got.get());
-        assertEquals(3, calls("evalsha"), "the release and exactly two woken waiters' attempts");
+        // The release and two woken waiters: 3. A waking that reaches a waiter whose own attempt
+        // won meanwhile is passed on (at most one more). Waking all four would be 5 or more.
+        assertTrue(calls("evalsha") <= 4, "the release and about two woken waiters' attempts, not all: " + calls("evalsha"));
         a.semaphore("gate").release(2);
         for (Future<?> w : waiting) {
             w.get(10, TimeUnit.SECONDS);
@@ -277,6 +281,19 @@ class SemaphoreTest {
                 throw new AssertionError(command + " calls: " + calls(command) + ", expected " + atLeast);
             }
             Thread.sleep(5);
+        }
+    }
+
+    private void awaitQuiet(String command) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long last = -1;
+        while (System.nanoTime() < deadline) {
+            long now = calls(command);
+            if (now == last) {
+                return;
+            }
+            last = now;
+            Thread.sleep(300); // a quiet period: no signal exists for "nothing more will happen"
         }
     }
 

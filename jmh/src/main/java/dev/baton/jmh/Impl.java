@@ -35,6 +35,32 @@ public enum Impl {
                 }
 
                 @Override
+                public Lock readLock(String name) {
+                    return baton.readWriteLock(name).readLock();
+                }
+
+                @Override
+                public Permits semaphore(String name) {
+                    dev.baton.BatonSemaphore s = baton.semaphore(name);
+                    return new Permits() {
+                        @Override
+                        public void acquire() throws InterruptedException {
+                            s.acquire();
+                        }
+
+                        @Override
+                        public void release() {
+                            s.release();
+                        }
+
+                        @Override
+                        public void trySetPermits(int permits) {
+                            s.trySetPermits(permits);
+                        }
+                    };
+                }
+
+                @Override
                 public void close() {
                     baton.close();
                 }
@@ -64,6 +90,32 @@ public enum Impl {
                 }
 
                 @Override
+                public Lock readLock(String name) {
+                    return redisson.getReadWriteLock(name).readLock();
+                }
+
+                @Override
+                public Permits semaphore(String name) {
+                    org.redisson.api.RSemaphore s = redisson.getSemaphore(name);
+                    return new Permits() {
+                        @Override
+                        public void acquire() throws InterruptedException {
+                            s.acquire();
+                        }
+
+                        @Override
+                        public void release() {
+                            s.release();
+                        }
+
+                        @Override
+                        public void trySetPermits(int permits) {
+                            s.trySetPermits(permits);
+                        }
+                    };
+                }
+
+                @Override
                 public void close() {
                     redisson.shutdown();
                 }
@@ -82,8 +134,23 @@ public enum Impl {
         /** Locks with a fixed lease (no watchdog). */
         void lockWithLease(Lock lock, long leaseMs);
 
+        /** The read side of the implementation's read-write lock. */
+        Lock readLock(String name);
+
+        /** The implementation's (plain) semaphore. */
+        Permits semaphore(String name);
+
         @Override
         void close();
+    }
+
+    /** The semaphore operations the benchmarks use. */
+    public interface Permits {
+        void acquire() throws InterruptedException;
+
+        void release();
+
+        void trySetPermits(int permits);
     }
 
     abstract Client connect(String uri);

@@ -63,7 +63,14 @@ public final class BatonClient implements Baton {
         this.connection = connection;
         this.pubSubConnection = pubSubConnection;
         this.scheduler = new NettyScheduler();
-        this.executor = new CommandExecutor(connection, commands, scheduler, options.commandTimeout());
+        CommandExecutor.ReplicaSync sync = CommandExecutor.ReplicaSync.OFF;
+        if (options.replicaSyncReplicas() > 0 && cluster) {
+            log.warn("replica sync (WAIT) is not applied in Redis Cluster mode; BatonOptions.replicaSync is ignored");
+        } else if (options.replicaSyncReplicas() > 0) {
+            sync = new CommandExecutor.ReplicaSync(options.replicaSyncReplicas(), options.replicaSyncTimeout(),
+                    options.replicaSyncFailure() == BatonOptions.ReplicaSyncFailure.FAIL);
+        }
+        this.executor = new CommandExecutor(connection, commands, scheduler, options.commandTimeout(), sync);
         this.pubSub = new PubSubService(pubSubConnection, executor);
         this.engine = new AcquireEngine(pubSub, scheduler);
         this.leases = new Leases(scheduler, options.leaseLostListener());

@@ -74,6 +74,10 @@ final class CommandExecutor {
     record Delivered<T>(T value, boolean resent) {
     }
 
+    /** Error replies that mean "not now" (a cluster healing, a replica loading, a busy script). */
+    private static final java.util.regex.Pattern TEMPORARY =
+            java.util.regex.Pattern.compile("^(CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN|BUSY)\\b");
+
     /** The error-reply prefix with which a script refuses an argument. */
     static final String ARGUMENT_REFUSED = "BATON_ARG";
 
@@ -82,15 +86,30 @@ final class CommandExecutor {
     private final Scheduler scheduler;
     private final long timeoutNanos;
     private final Duration timeout;
+    private final ReplicaSync replicaSync;
+
+    /** Replica acknowledgement after state changes (Redis WAIT); replicas = 0 means off. */
+    record ReplicaSync(int replicas, Duration timeout, boolean failWhenShort) {
+        static final ReplicaSync OFF = new ReplicaSync(0, Duration.ZERO, false);
+    }
+
+    private final java.util.concurrent.atomic.AtomicBoolean waitUnsupported = new java.util.concurrent.atomic.AtomicBoolean();
 
     CommandExecutor(StatefulConnection<String, String> connection,
                     Supplier<RedisClusterAsyncCommands<String, String>> commands,
                     Scheduler scheduler, Duration timeout) {
+        this(connection, commands, scheduler, timeout, ReplicaSync.OFF);
+    }
+
+    CommandExecutor(StatefulConnection<String, String> connection,
+                    Supplier<RedisClusterAsyncCommands<String, String>> commands,
+                    Scheduler scheduler, Duration timeout, ReplicaSync replicaSync) {
         this.connection = connection;
         this.commands = commands;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
+        this.replicaSync = replicaSync;
     }
 
     /** Runs a script and returns its reply. */
@@ -105,7 +124,52 @@ final class CommandExecutor {
                 .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
                         ? dispatch(script, false, reply, keys, args)
                         : CompletableFuture.failedFuture(e));
-        return bounded(sent, what, keys.get(0));
+        CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0));
+        return replicaSync.replicas() > 0 ? done.thenCompose(delivered -> awaitReplicas(delivered, what)) : done;
+    }
+
+    /**
+     * WAIT after a state change, on the same connection, so the replicas have it too. Fewer
+     * acknowledgements than asked for is a ReplicaSyncException (a RedisUnavailableException,
+     * so an acquire is undone by the engine) unless the options accept it. A server or proxy
+     * that refuses WAIT is reported once and not asked again.
+     */
+    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what) {
+        if (waitUnsupported.get()) {
+            return CompletableFuture.completedFuture(reply);
+        }
+        CompletableFuture<Long> acked;
+        try {
+            acked = commands.get().waitForReplication(replicaSync.replicas(), replicaSync.timeout().toMillis())
+                    .toCompletableFuture();
+        } catch (RuntimeException e) {
+            acked = CompletableFuture.failedFuture(e);
+        }
+        return acked.handle((count, error) -> {
+            Throwable e = error == null ? null : unwrap(error);
+            if (e instanceof RedisCommandExecutionException) {
+                if (waitUnsupported.compareAndSet(false, true)) {
+                    LoggerHolder.log.warn("Redis refused WAIT ({}); replica sync is off for this client", e.getMessage());
+                }
+                return reply;
+            }
+            if (e != null) {
+                throw translate(e, "WAIT after " + what, what);
+            }
+            if (count < replicaSync.replicas()) {
+                String message = "only " + count + " of " + replicaSync.replicas() + " replicas acknowledged " + what
+                        + " within " + replicaSync.timeout();
+                if (replicaSync.failWhenShort()) {
+                    throw new dev.baton.ReplicaSyncException(message, count, replicaSync.replicas());
+                }
+                LoggerHolder.log.debug("{}; accepted as configured", message);
+            }
+            return reply;
+        });
+    }
+
+    private static final class LoggerHolder {
+        static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(CommandExecutor.class);
     }
 
     /**
@@ -194,6 +258,9 @@ final class CommandExecutor {
             if (refusal >= 0) {
                 // A script refused an argument it can only judge against Redis state (overflow).
                 return new IllegalArgumentException(message.substring(refusal + ARGUMENT_REFUSED.length()).trim(), ree);
+            }
+            if (TEMPORARY.matcher(message).find()) {
+                return new RedisUnavailableException("Redis cannot serve " + what + " right now: " + message, ree);
             }
             if (message.contains("WRONGTYPE")) {
                 return new WrongTypeException(key, "Redis key '" + key + "' holds a value of another type than "

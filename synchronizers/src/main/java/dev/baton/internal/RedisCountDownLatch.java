@@ -174,16 +174,17 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
                 if (value != null || !sawPositive || ZERO_MESSAGE.equals(lastMessage)) {
                     return AcquireEngine.Outcome.GRANTED;
                 }
-                if (NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
-                    throw new SynchronizerDeletedException(name, "count-down latch '" + name
-                            + "' was deleted while this caller was waiting for it to reach zero");
-                }
-                // Gone, and the message saying why (zero or deleted) has not arrived yet: give it
-                // a moment; if it never comes (lost), take the latch as having reached zero.
+                // Gone, and no "0" yet. Give the messages a moment to arrive: a "0" may still be
+                // on its way (in a cluster a stale "1" from the arming can even come first).
                 if (!gaveGrace) {
                     gaveGrace = true;
                     return new AcquireEngine.Outcome(false, MESSAGE_GRACE_MS);
                 }
+                if (NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
+                    throw new SynchronizerDeletedException(name, "count-down latch '" + name
+                            + "' was deleted while this caller was waiting for it to reach zero");
+                }
+                // No message at all (lost): take the latch as having reached zero.
                 return AcquireEngine.Outcome.GRANTED;
             });
         }

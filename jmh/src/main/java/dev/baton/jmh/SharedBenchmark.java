@@ -1,0 +1,68 @@
+package dev.baton.jmh;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * Shared synchronizers under 8 threads of one client: the read side of one read-write lock,
+ * and one semaphore of 4 permits.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+@Warmup(iterations = 2, time = 2)
+@Measurement(iterations = 3, time = 3)
+@Fork(1)
+@Threads(8)
+public class SharedBenchmark {
+    @Param({"BATON", "REDISSON"})
+    public Impl impl;
+
+    Impl.Client client;
+    Lock readLock;
+    Impl.Permits semaphore;
+
+    @Setup(Level.Trial)
+    public void connect() {
+        client = impl.connect(RedisForBenchmarks.get().uri());
+        String run = UUID.randomUUID().toString().substring(0, 8);
+        readLock = client.readLock("bench-rw-" + run);
+        semaphore = client.semaphore("bench-sem-" + run);
+        semaphore.trySetPermits(4);
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+        client.close();
+    }
+
+    /** Read lock + unlock: readers share, so this measures the path, not waiting. */
+    @Benchmark
+    public void readLock8Threads() {
+        readLock.lock();
+        readLock.unlock();
+    }
+
+    /** Acquire + release of one permit of 4, by 8 threads. */
+    @Benchmark
+    public void semaphore4Permits8Threads() throws InterruptedException {
+        semaphore.acquire();
+        semaphore.release();
+    }
+}
