@@ -175,13 +175,17 @@ class ClusterTest {
         });
     }
 
-    /** Classic pub/sub in a cluster: the subscriber may be on any node, so sum them all. */
+    /**
+     * Sharded pub/sub on Redis 7+ (the channel's slot owner), classic before (any node): sum
+     * every node's count of the kind in use.
+     */
     private void awaitSubscribed(String channel) throws InterruptedException {
+        String count = cluster.nodes().get(0).binary().majorVersion() >= 7 ? "SHARDNUMSUB" : "NUMSUB";
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (true) {
             long total = 0;
             for (RedisServer node : cluster.nodes()) {
-                total += (Long) ((List<?>) node.command("PUBSUB", "NUMSUB", channel)).get(1);
+                total += (Long) ((List<?>) node.command("PUBSUB", count, channel)).get(1);
             }
             if (total > 0) {
                 return;

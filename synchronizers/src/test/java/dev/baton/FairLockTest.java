@@ -129,7 +129,7 @@ class FairLockTest {
                 "baton_fair_lock:{dead}", "baton_fair_ticket:{dead}");
         List<String> command = new ArrayList<>(List.of("EVAL", Script.FAIR_ACQUIRE.text(), "5"));
         command.addAll(keys);
-        command.addAll(List.of("30000", "crashed-client:1", "0", "1500", "1500", "1"));
+        command.addAll(List.of("30000", "crashed-client:1", "0", "1500", "1500", "1", "publish"));
         redis.command(command.toArray(String[]::new));
         awaitQueued("dead", 1);
         Future<Boolean> live = threads.submit(() -> {

@@ -9,6 +9,8 @@
 --          bytes, as Redisson stores its permit ids
 -- ARGV[2]  lease in ms, or -1 for a permit that never expires
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    {1, 0}      taken (or taken already by this very id: a re-sent copy)
 --          {0, wait, exists}  refused; wait = ms until the earliest permit expires (-1 if none
 --                      will); exists = 1 if the semaphore exists, else 0
@@ -24,7 +26,7 @@ local expired = redis.call('zrangebyscore', KEYS[2], 0, now, 'limit', 0, 1000)
 if #expired > 0 then
   redis.call('zrem', KEYS[2], unpack(expired))
   local value = redis.call('incrby', KEYS[1], #expired)
-  redis.call('publish', KEYS[3], value)
+  redis.call(ARGV[#ARGV], KEYS[3], value)
 end
 if redis.call('zscore', KEYS[2], id) then
   return {1, 0}

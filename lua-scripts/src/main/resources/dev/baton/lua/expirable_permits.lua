@@ -6,6 +6,8 @@
 --             if the semaphore does not exist) or add (change to available, may be negative)
 -- ARGV[3]     the largest count allowed (2147483647)
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    available: the available permits; set: the new available count; try_set: 1 = set,
 --          0 = exists already; add: the new available count
 --          error "BATON_ARG ..." when add would overflow; WRONGTYPE for a name of another type
@@ -21,7 +23,7 @@ local expired = redis.call('zrangebyscore', KEYS[2], 0, now, 'limit', 0, 1000)
 if #expired > 0 then
   redis.call('zrem', KEYS[2], unpack(expired))
   local value = redis.call('incrby', KEYS[1], #expired)
-  redis.call('publish', KEYS[3], value)
+  redis.call(ARGV[#ARGV], KEYS[3], value)
 end
 local op = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -34,7 +36,7 @@ if op == 'try_set' then
     return 0
   end
   redis.call('set', KEYS[1], n)
-  redis.call('publish', KEYS[3], n)
+  redis.call(ARGV[#ARGV], KEYS[3], n)
   return 1
 end
 if op == 'set' then
@@ -42,7 +44,7 @@ if op == 'set' then
   local value = n - taken
   redis.call('set', KEYS[1], value)
   if value > 0 then
-    redis.call('publish', KEYS[3], value)
+    redis.call(ARGV[#ARGV], KEYS[3], value)
   end
   return value
 end
@@ -52,6 +54,6 @@ if available + n > tonumber(ARGV[3]) then
 end
 local value = redis.call('incrby', KEYS[1], n)
 if n > 0 then
-  redis.call('publish', KEYS[3], value)
+  redis.call(ARGV[#ARGV], KEYS[3], value)
 end
 return value

@@ -3,6 +3,8 @@
 -- KEYS[1..3]  as expirable_acquire.lua: count, "{<name>}:timeout", channel
 -- ARGV[1]     the permit id, 32 hex characters (stored as its 16 raw bytes)
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    1 = released; 0 = no such permit (never issued, released already, or expired and
 --          returned to the pool)
 -- Publishes the new count on KEYS[3] when a permit was returned.
@@ -15,7 +17,7 @@ if not expiry then
 end
 redis.call('zrem', KEYS[2], id)
 local value = redis.call('incrby', KEYS[1], 1)
-redis.call('publish', KEYS[3], value)
+redis.call(ARGV[#ARGV], KEYS[3], value)
 if tonumber(expiry) <= now then
   return 0
 end

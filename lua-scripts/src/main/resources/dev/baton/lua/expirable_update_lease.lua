@@ -4,6 +4,8 @@
 -- ARGV[1]     the permit id, 32 hex characters (stored as its 16 raw bytes)
 -- ARGV[2]     the new lease in ms, or -1 for never
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    1 = updated; 0 = no such live permit (expired permits are returned to the pool first)
 -- Publishes the new count on KEYS[3] when expired permits were returned to the pool.
 local NEVER = 922337203685477
@@ -14,7 +16,7 @@ local expired = redis.call('zrangebyscore', KEYS[2], 0, now, 'limit', 0, 1000)
 if #expired > 0 then
   redis.call('zrem', KEYS[2], unpack(expired))
   local value = redis.call('incrby', KEYS[1], #expired)
-  redis.call('publish', KEYS[3], value)
+  redis.call(ARGV[#ARGV], KEYS[3], value)
 end
 if not redis.call('zscore', KEYS[2], id) then
   return 0

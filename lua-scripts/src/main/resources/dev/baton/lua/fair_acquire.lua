@@ -14,6 +14,8 @@
 -- ARGV[5]  claim timeout in ms: the PEXPIRE of a lock handed to a waiter until it claims it
 -- ARGV[6]  1 = queue the caller if refused (it will wait); 0 = do not (tryLock without wait)
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    {1, holds, 0}      granted (also when the lock had been handed to the caller)
 --          {0, retry, ticket} refused; retry = ms until the caller should call again at the
 --                             latest (the holder's TTL, capped by the caller's need to stay
@@ -103,7 +105,7 @@ end
 redis.call('hset', name, head, 1)
 redis.call('pexpire', name, claimTimeout)
 forget(head)
-redis.call('publish', channel, head .. '#' .. headTicket)
+redis.call(ARGV[#ARGV], channel, head .. '#' .. headTicket)
 local ticket = 0
 if mayQueue then
   ticket = enqueue()

@@ -3,6 +3,8 @@
 -- KEYS[1..5]  as fair_acquire.lua: lock hash, queue, waiters, channel, ticket counter
 -- ARGV[1]  claim timeout in ms for the hand-on to the next waiter
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    1 = the lock was held and was deleted; 0 = it was not held
 --          error WRONGTYPE when the name holds something other than a HASH (left alone)
 -- Publishes "<next owner>#<its ticket>" on KEYS[4] when the lock is handed on.
@@ -29,7 +31,7 @@ for _ = 1, 100 do
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
     redis.call('pexpire', name, tonumber(ARGV[1]))
-    redis.call('publish', channel, first .. '#' .. head[2])
+    redis.call(ARGV[#ARGV], channel, first .. '#' .. head[2])
     break
   end
 end

@@ -9,6 +9,8 @@
 -- ARGV[3]  the hold count the caller believes it has before this call (>= 1)
 -- ARGV[4]  claim timeout in ms: the PEXPIRE of the lock handed to the next waiter
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    -1      the owner holds nothing (never held, lease lost, or a re-delivered final
 --                  release that was applied already)
 --          n >= 0  holds the owner has left; 0 = released (handed on, or free)
@@ -52,7 +54,7 @@ for _ = 1, 100 do
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
     redis.call('pexpire', name, claimTimeout)
-    redis.call('publish', channel, first .. '#' .. head[2])
+    redis.call(ARGV[#ARGV], channel, first .. '#' .. head[2])
     break
   end
 end

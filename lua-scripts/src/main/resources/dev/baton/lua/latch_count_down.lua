@@ -4,6 +4,8 @@
 -- KEYS[2]  the latch's channel, "redisson_countdownlatch__channel__{<name>}"
 -- ARGV[1]  the message announcing zero ("0")
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    the count after this call; 0 = it just reached zero (key deleted, ARGV[1] published);
 --          -1 = the latch was absent or already at zero (nothing changed, nothing published)
 --          error WRONGTYPE when the name holds something other than a string
@@ -23,7 +25,7 @@ if count > 0 then
 end
 redis.call('del', KEYS[1])
 if count == 0 then
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call(ARGV[#ARGV], KEYS[2], ARGV[1])
   return 0
 end
 return -1

@@ -6,6 +6,8 @@
 -- ARGV[1]  the new count (>= 1)
 -- ARGV[2]  the message announcing a new count ("1")
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    1 = the count was set and announced; 0 = the latch is armed already (unchanged)
 --          error WRONGTYPE when the name holds something other than a string
 -- Publishes ARGV[2] on KEYS[2] when the count was set.
@@ -20,5 +22,5 @@ if current ~= nil and current > 0 then
   return 0
 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call('publish', KEYS[2], ARGV[2])
+redis.call(ARGV[#ARGV], KEYS[2], ARGV[2])
 return 1

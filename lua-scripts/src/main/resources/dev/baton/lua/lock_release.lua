@@ -7,6 +7,8 @@
 -- ARGV[3]  the hold count the caller believes the owner has before this call (>= 1)
 -- ARGV[4]  the message published when the lock becomes free ("0")
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    -1      the owner holds nothing: never held, lease expired, lock deleted, or a
 --                  re-delivered copy of a final release that was applied already (the client
 --                  tells these apart; see RedisLock)
@@ -30,5 +32,5 @@ if held > 0 then
   return held
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[4])
+redis.call(ARGV[#ARGV], KEYS[2], ARGV[4])
 return 0

@@ -8,6 +8,8 @@
 -- ARGV[2]  the caller's read hold count before this call (>= 1)
 -- ARGV[3]  the message published when the lock becomes free ("0")
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    -1      the caller holds no read (never held, expired, or a re-delivered final release)
 --          n >= 0  the caller's read holds left
 -- Publishes ARGV[3] on KEYS[2] when the lock becomes free.
@@ -47,5 +49,5 @@ if redis.call('hlen', name) > 1 then
   end
 end
 redis.call('del', name)
-redis.call('publish', channel, ARGV[3])
+redis.call(ARGV[#ARGV], channel, ARGV[3])
 return left

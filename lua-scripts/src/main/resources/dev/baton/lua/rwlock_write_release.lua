@@ -8,6 +8,8 @@
 -- ARGV[3]  the caller's write hold count before this call (>= 1)
 -- ARGV[4]  the message published when the write side is released ("1": wakes every waiter)
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    -1      the caller holds no write (never held, expired, or a re-delivered final release)
 --          n >= 0  write holds left; 0 = released
 -- Publishes ARGV[4] on KEYS[2] when the last write hold is released, also when the writer's
@@ -36,5 +38,5 @@ if redis.call('hlen', name) == 1 then
 else
   redis.call('hset', name, 'mode', 'read')
 end
-redis.call('publish', channel, ARGV[4])
+redis.call(ARGV[#ARGV], channel, ARGV[4])
 return 0

@@ -5,6 +5,8 @@
 -- ARGV[1]  the change (release: >= 1; addPermits: any non-zero)
 -- ARGV[2]  the largest count allowed (2147483647)
 --
+-- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
+--          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    the new count
 --          error "BATON_ARG ..." when the change would push the count above ARGV[2] (nothing
 --          changed); error WRONGTYPE when the name holds something other than a string
@@ -21,6 +23,6 @@ if current + change > tonumber(ARGV[2]) then
 end
 local value = redis.call('incrby', KEYS[1], change)
 if change > 0 then
-  redis.call('publish', KEYS[2], value)
+  redis.call(ARGV[#ARGV], KEYS[2], value)
 end
 return value

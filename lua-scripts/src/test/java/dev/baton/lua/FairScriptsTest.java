@@ -42,6 +42,7 @@ class FairScriptsTest {
         List<String> command = new ArrayList<>(List.of("EVALSHA", script.sha1(), "5"));
         command.addAll(KEYS);
         command.addAll(Arrays.asList(args));
+        command.add("publish"); // the client adds the publish command as every script's last ARGV
         return client.call(command.toArray(String[]::new));
     }
 

@@ -37,6 +37,7 @@ class LatchScriptsTest {
     private Object run(Script script, String... args) {
         List<String> command = new ArrayList<>(List.of("EVAL", script.text(), "2", LATCH, CHANNEL));
         command.addAll(Arrays.asList(args));
+        command.add("publish"); // the client adds the publish command as every script's last ARGV
         return redis.command(command.toArray(String[]::new));
     }
 

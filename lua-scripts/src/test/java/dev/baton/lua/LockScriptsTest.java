@@ -43,6 +43,7 @@ class LockScriptsTest {
         List<String> command = new ArrayList<>(List.of("EVALSHA", script.sha1(), Integer.toString(keys.size())));
         command.addAll(keys);
         command.addAll(Arrays.asList(args));
+        command.add("publish"); // the client adds the publish command as every script's last ARGV
         try {
             return redis.command(command.toArray(String[]::new));
         } catch (RedisErrorReply e) {

@@ -34,6 +34,7 @@ class ReadWriteScriptsTest {
         List<String> command = new ArrayList<>(List.of("EVAL", script.text(), Integer.toString(keys.size())));
         command.addAll(keys);
         command.addAll(Arrays.asList(args));
+        command.add("publish"); // the client adds the publish command as every script's last ARGV
         return redis.command(command.toArray(String[]::new));
     }
 

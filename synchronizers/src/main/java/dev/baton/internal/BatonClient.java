@@ -57,7 +57,8 @@ public final class BatonClient implements Baton {
     private BatonClient(BatonOptions options, AbstractRedisClient ownedClient,
                         StatefulConnection<String, String> connection,
                         java.util.function.Supplier<io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands<String, String>> commands,
-                        StatefulRedisPubSubConnection<String, String> pubSubConnection, boolean cluster) {
+                        StatefulRedisPubSubConnection<String, String> pubSubConnection, boolean cluster,
+                        java.util.function.Function<CommandExecutor, PubSubService.Subscriber> sharded) {
         this.options = options;
         this.ownedClient = ownedClient;
         this.connection = connection;
@@ -71,7 +72,11 @@ public final class BatonClient implements Baton {
                     options.replicaSyncFailure() == BatonOptions.ReplicaSyncFailure.FAIL);
         }
         this.executor = new CommandExecutor(connection, commands, scheduler, options.commandTimeout(), sync);
-        this.pubSub = new PubSubService(pubSubConnection, executor);
+        PubSubService.Subscriber subscriber = sharded == null ? PubSubService.classic(pubSubConnection) : sharded.apply(executor);
+        if (sharded != null) {
+            executor.useShardedPublish();
+        }
+        this.pubSub = new PubSubService(pubSubConnection, subscriber, executor);
         this.engine = new AcquireEngine(pubSub, scheduler);
         this.leases = new Leases(scheduler, options.leaseLostListener());
         ToIntFunction<String> slotOf = cluster ? SlotHash::getSlot : key -> 0;
@@ -125,7 +130,7 @@ public final class BatonClient implements Baton {
             connection = client.connect(StringCodec.UTF8);
             StatefulRedisPubSubConnection<String, String> pubSub = client.connectPubSub(StringCodec.UTF8);
             StatefulRedisConnection<String, String> c = connection;
-            return new BatonClient(options, owned, connection, c::async, pubSub, false);
+            return new BatonClient(options, owned, connection, c::async, pubSub, false, null);
         } catch (RuntimeException e) {
             closeQuietly(connection, owned);
             throw connectFailed(e, options);
@@ -136,13 +141,23 @@ public final class BatonClient implements Baton {
         StatefulRedisClusterConnection<String, String> connection = null;
         try {
             connection = client.connect(StringCodec.UTF8);
-            StatefulRedisPubSubConnection<String, String> pubSub = client.connectPubSub(StringCodec.UTF8);
+            io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection<String, String> pubSub =
+                    client.connectPubSub(StringCodec.UTF8);
             StatefulRedisClusterConnection<String, String> c = connection;
-            return new BatonClient(options, owned, connection, c::async, pubSub, true);
+            // Redis 7+ clusters: sharded pub/sub, as Redisson picks it there (interop needs the same).
+            boolean sharded = majorVersion(connection.sync().info("server")) >= 7;
+            return new BatonClient(options, owned, connection, c::async, pubSub, true,
+                    sharded ? executor -> new ShardedSubscriber(c, pubSub) : null);
         } catch (RuntimeException e) {
             closeQuietly(connection, owned);
             throw connectFailed(e, options);
         }
+    }
+
+    /** The major version from an INFO server reply (0 if it cannot tell). */
+    static int majorVersion(String info) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("redis_version:(\\d+)").matcher(info);
+        return m.find() ? Integer.parseInt(m.group(1)) : 0;
     }
 
     private static RedisURI parse(String uri) {

@@ -54,6 +54,9 @@ import java.util.function.Supplier;
  *    timeouts and connection failures become RedisUnavailableException, anything else
  *    Redis refuses becomes BatonException with Redis's own words.
  *
+ * Every script gets one more argument than its caller passes: the publish command (PUBLISH, or
+ * SPUBLISH for sharded pub/sub in a Redis 7+ cluster), so the scripts stay static text.
+ *
  * Scripts are dispatched as our own Command subclass that counts how often Lettuce wrote it to
  * a socket. With auto-reconnect Lettuce re-sends commands whose replies were lost when a
  * connection dropped ("at least once"), so a script can run twice while the caller sees one
@@ -87,6 +90,7 @@ final class CommandExecutor {
     private final long timeoutNanos;
     private final Duration timeout;
     private final ReplicaSync replicaSync;
+    private volatile String publishCommand = "publish";
 
     /** Replica acknowledgement after state changes (Redis WAIT); replicas = 0 means off. */
     record ReplicaSync(int replicas, Duration timeout, boolean failWhenShort) {
@@ -204,6 +208,14 @@ final class CommandExecutor {
         return result;
     }
 
+    /**
+     * Switches every script's publications to sharded pub/sub (SPUBLISH), as Redisson does in a
+     * Redis Cluster of version 7 or later. The command travels as each script's last argument.
+     */
+    void useShardedPublish() {
+        publishCommand = "spublish";
+    }
+
     /** The configured command timeout. */
     Duration timeout() {
         return timeout;
@@ -220,6 +232,7 @@ final class CommandExecutor {
         for (String arg : args) {
             commandArgs.addValue(arg);
         }
+        commandArgs.addValue(publishCommand); // every script's last ARGV: how it publishes
         CountingCommand<T> command = new CountingCommand<>(bySha ? CommandType.EVALSHA : CommandType.EVAL,
                 output(reply), commandArgs);
         AsyncCommand<String, String, T> async = new AsyncCommand<>(command);

@@ -42,13 +42,41 @@ final class PubSubService implements AutoCloseable {
      */
     static final ToIntFunction<String> WAKE_TAGGED = message -> Integer.MAX_VALUE;
 
+    /** How SUBSCRIBE and UNSUBSCRIBE are sent: classic, or sharded to the slot's node. */
+    interface Subscriber {
+        CompletableFuture<Void> subscribe(String channel);
+
+        CompletableFuture<Void> unsubscribe(String channel);
+    }
+
+    /** Classic pub/sub on the one subscription connection. */
+    static Subscriber classic(StatefulRedisPubSubConnection<String, String> connection) {
+        return new Subscriber() {
+            @Override
+            public CompletableFuture<Void> subscribe(String channel) {
+                return connection.async().subscribe(channel).toCompletableFuture();
+            }
+
+            @Override
+            public CompletableFuture<Void> unsubscribe(String channel) {
+                return connection.async().unsubscribe(channel).toCompletableFuture();
+            }
+        };
+    }
+
     private final StatefulRedisPubSubConnection<String, String> connection;
+    private final Subscriber subscriber;
     private final CommandExecutor executor;
     private final Map<String, Channel> channels = new HashMap<>();
     private boolean closed;
 
     PubSubService(StatefulRedisPubSubConnection<String, String> connection, CommandExecutor executor) {
+        this(connection, classic(connection), executor);
+    }
+
+    PubSubService(StatefulRedisPubSubConnection<String, String> connection, Subscriber subscriber, CommandExecutor executor) {
         this.connection = connection;
+        this.subscriber = subscriber;
         this.executor = executor;
         connection.addListener(new RedisPubSubAdapter<>() {
             @Override
@@ -58,6 +86,16 @@ final class PubSubService implements AutoCloseable {
 
             @Override
             public void subscribed(String channel, long count) {
+                onSubscribed(channel);
+            }
+
+            @Override
+            public void smessage(String channel, String message) {
+                onMessage(channel, message);
+            }
+
+            @Override
+            public void ssubscribed(String channel, long count) {
                 onSubscribed(channel);
             }
         });
@@ -86,7 +124,7 @@ final class PubSubService implements AutoCloseable {
             if (channel == null) {
                 channel = new Channel(channelName, wakeRule);
                 channels.put(channelName, channel);
-                CompletableFuture<Void> sent = connection.async().subscribe(channelName).toCompletableFuture();
+                CompletableFuture<Void> sent = subscriber.subscribe(channelName);
                 channel.ready = executor.bounded(sent, "SUBSCRIBE " + channelName, channelName);
             }
             channel.waiters.add(waiter);
@@ -143,7 +181,7 @@ final class PubSubService implements AutoCloseable {
             if (closed) {
                 return CompletableFuture.completedFuture(null);
             }
-            CompletableFuture<Void> sent = connection.async().unsubscribe(channel.name).toCompletableFuture();
+            CompletableFuture<Void> sent = subscriber.unsubscribe(channel.name);
             return executor.bounded(sent, "UNSUBSCRIBE " + channel.name, channel.name)
                     .exceptionally(e -> {
                         log.debug("UNSUBSCRIBE {} failed; the channel stays subscribed until reconnect", channel.name, e);
