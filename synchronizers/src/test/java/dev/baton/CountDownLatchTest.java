@@ -85,21 +85,21 @@ class CountDownLatchTest {
                 return null;
             }));
         }
-        awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 2); // one per worker client
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 2); // one per worker client
         assertEquals(0, started.get(), "nobody starts before the gate opens");
         gate.countDown();
         for (Future<?> f : running) {
             f.get(10, TimeUnit.SECONDS);
         }
         assertEquals(4, started.get());
-        awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 0);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 0);
     }
 
     @Test
     void awaitTimesOutAndLeavesNoSubscription() throws Exception {
         coordinator.countDownLatch("slow").trySetCount(1);
         assertFalse(workers.get(0).countDownLatch("slow").await(200, TimeUnit.MILLISECONDS));
-        assertEquals(0L, subscribers("redisson_countdownlatch__channel__{slow}"));
+        assertEquals(0L, redis.subscribers("redisson_countdownlatch__channel__{slow}"));
     }
 
     @Test
@@ -115,10 +115,10 @@ class CountDownLatchTest {
             }
         });
         waiter.start();
-        awaitSubscribers("redisson_countdownlatch__channel__{interrupted}", 1);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{interrupted}", 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, subscribers("redisson_countdownlatch__channel__{interrupted}"));
+        assertEquals(0L, redis.subscribers("redisson_countdownlatch__channel__{interrupted}"));
     }
 
     @Test
@@ -132,7 +132,7 @@ class CountDownLatchTest {
             }));
         }
         CompletableFuture<Void> async = workers.get(0).countDownLatch("doomed").awaitAsync().toCompletableFuture();
-        awaitSubscribers("redisson_countdownlatch__channel__{doomed}", 2);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{doomed}", 2);
         assertTrue(coordinator.countDownLatch("doomed").delete());
         for (Future<?> f : waiting) {
             ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
@@ -167,7 +167,7 @@ class CountDownLatchTest {
         assertEquals(0L, redis.command("EXISTS", "never-armed"));
         assertTrue(latch.await(0, TimeUnit.SECONDS));
         latch.await();
-        assertEquals(0L, subscribers("redisson_countdownlatch__channel__{never-armed}"));
+        assertEquals(0L, redis.subscribers("redisson_countdownlatch__channel__{never-armed}"));
     }
 
     @Test
@@ -175,11 +175,11 @@ class CountDownLatchTest {
         BatonCountDownLatch latch = coordinator.countDownLatch("async");
         latch.trySetCount(1);
         CompletableFuture<Void> cancelled = workers.get(0).countDownLatch("async").awaitAsync().toCompletableFuture();
-        awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
         cancelled.cancel(true);
-        awaitSubscribers("redisson_countdownlatch__channel__{async}", 0);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{async}", 0);
         CompletableFuture<Void> waiting = workers.get(1).countDownLatch("async").awaitAsync().toCompletableFuture();
-        awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
         latch.countDownAsync().toCompletableFuture().get(5, TimeUnit.SECONDS);
         waiting.get(10, TimeUnit.SECONDS);
     }
@@ -197,19 +197,5 @@ class CountDownLatchTest {
         assertThrows(WrongTypeException.class, () -> coordinator.countDownLatch("a-list").countDown());
         assertThrows(WrongTypeException.class, () -> coordinator.countDownLatch("a-list").trySetCount(1));
         assertEquals(1L, redis.command("LLEN", "a-list"));
-    }
-
-    private long subscribers(String channel) {
-        return (Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1);
-    }
-
-    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (subscribers(channel) != expected) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(channel + " has " + subscribers(channel) + " subscribers, expected " + expected);
-            }
-            Thread.sleep(5);
-        }
     }
 }

@@ -105,7 +105,7 @@ abstract class LockContractTest {
         BatonLock held = lock(a, "handoff");
         held.lock(); // watchdog lease: 30 s, far beyond this test's bound
         Future<Boolean> waiter = threads.submit(() -> lock(b, "handoff").tryLock(15, TimeUnit.SECONDS));
-        awaitSubscribers(channel("handoff"), 1);
+        redis.awaitSubscribers(channel("handoff"), 1);
         held.unlock();
         assertTrue(waiter.get(10, TimeUnit.SECONDS));
     }
@@ -114,7 +114,7 @@ abstract class LockContractTest {
     void tryLockTimesOutWithoutLeavingASubscription() throws Exception {
         lock(a, "busy").lock();
         assertFalse(threads.submit(() -> lock(b, "busy").tryLock(200, TimeUnit.MILLISECONDS)).get());
-        assertEquals(0L, subscribers(channel("busy")));
+        assertEquals(0L, redis.subscribers(channel("busy")));
     }
 
     @Test
@@ -174,9 +174,9 @@ abstract class LockContractTest {
         lock(a, "cancel").lock();
         BatonLock lock = lock(b, "cancel");
         CompletableFuture<Void> wait = lock.lockAsync(7).toCompletableFuture();
-        awaitSubscribers(channel("cancel"), 1);
+        redis.awaitSubscribers(channel("cancel"), 1);
         wait.cancel(true);
-        awaitSubscribers(channel("cancel"), 0);
+        redis.awaitSubscribers(channel("cancel"), 0);
         assertNull(redis.command("HGET", "cancel", owner(b, 7)));
     }
 
@@ -194,10 +194,10 @@ abstract class LockContractTest {
             }
         });
         waiter.start();
-        awaitSubscribers(channel("interrupt"), 1);
+        redis.awaitSubscribers(channel("interrupt"), 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, subscribers(channel("interrupt")));
+        assertEquals(0L, redis.subscribers(channel("interrupt")));
         assertNull(redis.command("HGET", "interrupt", owner(b, waiter.getId())));
     }
 
@@ -211,7 +211,7 @@ abstract class LockContractTest {
             flagAfter.complete(Thread.currentThread().isInterrupted());
         });
         waiter.start();
-        awaitSubscribers(channel("uninterruptible"), 1);
+        redis.awaitSubscribers(channel("uninterruptible"), 1);
         waiter.interrupt();
         held.unlock();
         assertTrue(flagAfter.get(10, TimeUnit.SECONDS));
@@ -258,7 +258,7 @@ abstract class LockContractTest {
         lock(a, "closing").lock();
         Baton closing = clients.open(redis);
         Future<?> waiter = threads.submit(() -> lock(closing, "closing").lock());
-        awaitSubscribers(channel("closing"), 1);
+        redis.awaitSubscribers(channel("closing"), 1);
         closing.close();
         Exception e = assertThrows(Exception.class, () -> waiter.get(10, TimeUnit.SECONDS));
         assertTrue(e.getCause() instanceof IllegalStateException, String.valueOf(e.getCause()));
@@ -285,21 +285,6 @@ abstract class LockContractTest {
                 assertThrows(RedisUnavailableException.class, lock::tryLock);
                 assertThrows(RedisUnavailableException.class, () -> lock.tryLock(1, TimeUnit.SECONDS));
             });
-        }
-    }
-
-    private long subscribers(String channel) {
-        java.util.List<?> reply = (java.util.List<?>) redis.command("PUBSUB", "NUMSUB", channel);
-        return (Long) reply.get(1);
-    }
-
-    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (subscribers(channel) != expected) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(channel + " has " + subscribers(channel) + " subscribers, expected " + expected);
-            }
-            Thread.sleep(5);
         }
     }
 }

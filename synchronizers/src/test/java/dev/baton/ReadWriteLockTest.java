@@ -106,7 +106,7 @@ class ReadWriteLockTest {
             }
             return got;
         });
-        awaitSubscribers("redisson_rwlock:{downgrade}", 1);
+        redis.awaitAnySubscriber("redisson_rwlock:{downgrade}");
         lock.readLock().lock();
         lock.writeLock().unlock();
         assertEquals("read", redis.command("HGET", "downgrade", "mode"));
@@ -231,15 +231,5 @@ class ReadWriteLockTest {
         assertEquals(0, violations.get());
         assertEquals(300L, counter[0], "no lost write");
         assertEquals(0L, redis.command("EXISTS", "ledger"));
-    }
-
-    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while ((Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1) < expected) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("nobody subscribed to " + channel);
-            }
-            Thread.sleep(5);
-        }
     }
 }

@@ -144,10 +144,10 @@ class SemaphoreTest {
             }
         });
         waiter.start();
-        awaitSubscribers("redisson_sc:{scarce}", 1);
+        redis.awaitSubscribers("redisson_sc:{scarce}", 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, subscribers("redisson_sc:{scarce}"));
+        assertEquals(0L, redis.subscribers("redisson_sc:{scarce}"));
         a.semaphore("scarce").release(2);
         assertEquals(2, a.semaphore("scarce").availablePermits(), "nobody took anything");
         assertEquals(0L, redis.command("ZCARD", "{scarce-x}:timeout"));
@@ -163,8 +163,8 @@ class SemaphoreTest {
             return null;
         }));
         waiting.add(threads.submit(() -> b.permitExpirableSemaphore("doomed-x").acquire()));
-        awaitSubscribers("redisson_sc:{doomed}", 1);
-        awaitSubscribers("redisson_sc:{doomed-x}", 1);
+        redis.awaitSubscribers("redisson_sc:{doomed}", 1);
+        redis.awaitSubscribers("redisson_sc:{doomed-x}", 1);
         assertTrue(a.semaphore("doomed").delete());
         assertTrue(a.permitExpirableSemaphore("doomed-x").delete());
         for (Future<?> w : waiting) {
@@ -198,7 +198,7 @@ class SemaphoreTest {
         assertEquals(2, got.get());
         // The release and two woken waiters: 3. A waking that reaches a waiter whose own attempt
         // won meanwhile is passed on (at most one more). Waking all four would be 5 or more.
-        assertTrue(calls("evalsha") <= 4, "the release and about two woken waiters' attempts, not all: " + calls("evalsha"));
+        assertTrue(redis.calls("evalsha") <= 4, "the release and about two woken waiters' attempts, not all: " + redis.calls("evalsha"));
         a.semaphore("gate").release(2);
         for (Future<?> w : waiting) {
             w.get(10, TimeUnit.SECONDS);
@@ -265,20 +265,11 @@ class SemaphoreTest {
         assertEquals(1L, redis.command("LLEN", "a-list"));
     }
 
-    private long calls(String command) {
-        for (String line : ((String) redis.command("INFO", "commandstats")).split("\r?\n")) {
-            if (line.startsWith("cmdstat_" + command + ":")) {
-                return Long.parseLong(line.replaceAll("^[^:]*:calls=(\\d+),.*", "$1"));
-            }
-        }
-        return 0;
-    }
-
     private void awaitCalls(String command, long atLeast) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (calls(command) < atLeast) {
+        while (redis.calls(command) < atLeast) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError(command + " calls: " + calls(command) + ", expected " + atLeast);
+                throw new AssertionError(command + " calls: " + redis.calls(command) + ", expected " + atLeast);
             }
             Thread.sleep(5);
         }
@@ -288,26 +279,12 @@ class SemaphoreTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         long last = -1;
         while (System.nanoTime() < deadline) {
-            long now = calls(command);
+            long now = redis.calls(command);
             if (now == last) {
                 return;
             }
             last = now;
             Thread.sleep(300); // a quiet period: no signal exists for "nothing more will happen"
-        }
-    }
-
-    private long subscribers(String channel) {
-        return (Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1);
-    }
-
-    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (subscribers(channel) != expected) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(channel + " has " + subscribers(channel) + " subscribers, expected " + expected);
-            }
-            Thread.sleep(5);
         }
     }
 }

@@ -2,23 +2,14 @@ package dev.baton.interop;
 
 import dev.baton.Baton;
 import dev.baton.BatonLock;
-import dev.baton.BatonOptions;
 
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
-import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -31,31 +22,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Baton and the real Redisson 4.7 client on the same lock names: they exclude each other, wake
  * each other's waiters and agree on reentrant hold counts. Baton runs on Lettuce 7 here.
  */
-@ExtendWith(RedisExtension.class)
-class RedissonInteropTest {
-    private final RedisServer redis;
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private RedissonClient redisson;
-    private Baton baton;
+class RedissonInteropTest extends InteropTest {
 
     RedissonInteropTest(RedisServer redis) {
-        this.redis = redis;
-    }
-
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        Config config = new Config();
-        config.useSingleServer().setAddress(redis.uri());
-        redisson = Redisson.create(config);
-        baton = Baton.create(BatonOptions.create(redis.uri()));
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        baton.close();
-        redisson.shutdown();
+        super(redis);
     }
 
     @Test
@@ -71,7 +41,7 @@ class RedissonInteropTest {
             }
             return got;
         });
-        awaitSubscribers("redisson_lock__channel:{shared}");
+        redis.awaitAnySubscriber("redisson_lock__channel:{shared}");
         lock.unlock();
         assertTrue(redissonWaiter.get(12, TimeUnit.SECONDS));
     }
@@ -89,7 +59,7 @@ class RedissonInteropTest {
             }
             return got;
         });
-        awaitSubscribers("redisson_lock__channel:{shared}");
+        redis.awaitAnySubscriber("redisson_lock__channel:{shared}");
         r.unlock();
         assertTrue(batonWaiter.get(12, TimeUnit.SECONDS));
     }
@@ -146,15 +116,5 @@ class RedissonInteropTest {
         }
         assertEquals(0, overlaps.get());
         assertEquals(4L * perThread, counter[0]);
-    }
-
-    private void awaitSubscribers(String channel) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while ((Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1) < 1) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("nobody subscribed to " + channel);
-            }
-            Thread.sleep(5);
-        }
     }
 }

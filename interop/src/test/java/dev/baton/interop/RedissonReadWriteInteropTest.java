@@ -1,22 +1,12 @@
 package dev.baton.interop;
 
 import dev.baton.Baton;
-import dev.baton.BatonOptions;
 import dev.baton.BatonReadWriteLock;
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.redisson.Redisson;
 import org.redisson.api.RReadWriteLock;
-import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 
-import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -24,31 +14,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Baton and Redisson 4.7 read-write locks on one name keep the read/write rules together. */
-@ExtendWith(RedisExtension.class)
-class RedissonReadWriteInteropTest {
-    private final RedisServer redis;
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private RedissonClient redisson;
-    private Baton baton;
+class RedissonReadWriteInteropTest extends InteropTest {
 
     RedissonReadWriteInteropTest(RedisServer redis) {
-        this.redis = redis;
-    }
-
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        Config config = new Config();
-        config.useSingleServer().setAddress(redis.uri());
-        redisson = Redisson.create(config);
-        baton = Baton.create(BatonOptions.create(redis.uri()));
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        baton.close();
-        redisson.shutdown();
+        super(redis);
     }
 
     private boolean other(java.util.concurrent.Callable<Boolean> call) throws Exception {
@@ -77,7 +46,7 @@ class RedissonReadWriteInteropTest {
         ours.writeLock().lock(); // watchdog lease: 30 s, longer than the waits below
         Future<Boolean> redissonReader = threads.submit(() -> redisson.getReadWriteLock("wake").readLock()
                 .tryLock(15, 5, TimeUnit.SECONDS));
-        awaitSubscribers("redisson_rwlock:{wake}");
+        redis.awaitAnySubscriber("redisson_rwlock:{wake}");
         ours.writeLock().unlock();
         assertTrue(redissonReader.get(12, TimeUnit.SECONDS), "a Baton write release wakes a Redisson reader");
 
@@ -85,18 +54,8 @@ class RedissonReadWriteInteropTest {
         RReadWriteLock theirs = redisson.getReadWriteLock("wake2");
         theirs.writeLock().lock();
         Future<Boolean> batonReader = threads.submit(() -> baton.readWriteLock("wake2").readLock().tryLock(15, TimeUnit.SECONDS));
-        awaitSubscribers("redisson_rwlock:{wake2}");
+        redis.awaitAnySubscriber("redisson_rwlock:{wake2}");
         theirs.writeLock().unlock();
         assertTrue(batonReader.get(12, TimeUnit.SECONDS), "a Redisson write release wakes a Baton reader");
-    }
-
-    private void awaitSubscribers(String channel) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while ((Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1) < 1) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("nobody subscribed to " + channel);
-            }
-            Thread.sleep(5);
-        }
     }
 }

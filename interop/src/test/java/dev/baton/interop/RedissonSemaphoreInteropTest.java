@@ -1,25 +1,16 @@
 package dev.baton.interop;
 
 import dev.baton.Baton;
-import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.BatonSemaphore;
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.redisson.Redisson;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
-import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -28,31 +19,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Baton and Redisson 4.7 semaphores on the same names keep one count and wake each other. */
-@ExtendWith(RedisExtension.class)
-class RedissonSemaphoreInteropTest {
-    private final RedisServer redis;
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private RedissonClient redisson;
-    private Baton baton;
+class RedissonSemaphoreInteropTest extends InteropTest {
 
     RedissonSemaphoreInteropTest(RedisServer redis) {
-        this.redis = redis;
-    }
-
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        Config config = new Config();
-        config.useSingleServer().setAddress(redis.uri());
-        redisson = Redisson.create(config);
-        baton = Baton.create(BatonOptions.create(redis.uri()));
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        baton.close();
-        redisson.shutdown();
+        super(redis);
     }
 
     @Test
@@ -96,11 +66,11 @@ class RedissonSemaphoreInteropTest {
     void releasesWakeTheOtherClientsWaiters() throws Exception {
         baton.semaphore("wake").trySetPermits(0);
         Future<Boolean> redissonWaiter = threads.submit(() -> redisson.getSemaphore("wake").tryAcquire(15, TimeUnit.SECONDS));
-        awaitSubscribers("redisson_sc:{wake}", 1);
+        redis.awaitAnySubscriber("redisson_sc:{wake}");
         baton.semaphore("wake").release();
         assertTrue(redissonWaiter.get(12, TimeUnit.SECONDS));
         Future<Boolean> batonWaiter = threads.submit(() -> baton.semaphore("wake").tryAcquire(15, TimeUnit.SECONDS));
-        awaitSubscribers("redisson_sc:{wake}", 1);
+        redis.awaitAnySubscriber("redisson_sc:{wake}");
         redisson.getSemaphore("wake").release();
         assertTrue(batonWaiter.get(12, TimeUnit.SECONDS));
     }
@@ -117,15 +87,5 @@ class RedissonSemaphoreInteropTest {
         theirs.release(batonPermit);   // permits are not owned: ids work across clients
         ours.release(redissonPermit);
         assertEquals(3, theirs.availablePermits());
-    }
-
-    private void awaitSubscribers(String channel, long expected) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while ((Long) ((List<?>) redis.command("PUBSUB", "NUMSUB", channel)).get(1) < expected) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("nobody subscribed to " + channel);
-            }
-            Thread.sleep(5);
-        }
     }
 }

@@ -41,46 +41,37 @@ class LatchScriptsTest {
         return redis.command(command.toArray(String[]::new));
     }
 
-    private long published() {
-        for (String line : ((String) redis.command("INFO", "commandstats")).split("\r?\n")) {
-            if (line.startsWith("cmdstat_publish:")) {
-                return Long.parseLong(line.replaceAll("^[^:]*:calls=(\\d+),.*", "$1"));
-            }
-        }
-        return 0;
-    }
-
     @Test
     void trySetCountArmsOnlyAnUnarmedLatch() {
         assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "3", "1"));
         assertEquals("3", redis.command("GET", LATCH));
         assertEquals(0L, run(Script.LATCH_TRY_SET_COUNT, "5", "1"), "armed already");
         assertEquals("3", redis.command("GET", LATCH));
-        assertEquals(1L, published());
+        assertEquals(1L, redis.calls("publish"));
     }
 
     @Test
     void countDownDeletesAndAnnouncesExactlyAtZero() {
         run(Script.LATCH_TRY_SET_COUNT, "2", "1");
         assertEquals(1L, run(Script.LATCH_COUNT_DOWN, "0"));
-        assertEquals(1L, published(), "only the arming so far");
+        assertEquals(1L, redis.calls("publish"), "only the arming so far");
         assertEquals(0L, run(Script.LATCH_COUNT_DOWN, "0"));
         assertNull(redis.command("GET", LATCH));
-        assertEquals(2L, published());
+        assertEquals(2L, redis.calls("publish"));
         assertEquals(-1L, run(Script.LATCH_COUNT_DOWN, "0"), "absent latch: no-op");
         assertNull(redis.command("GET", LATCH));
-        assertEquals(2L, published());
+        assertEquals(2L, redis.calls("publish"));
         assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "4", "1"), "a second round");
     }
 
     @Test
     void deleteAnnouncesOnlyWhenTheLatchExisted() {
         assertEquals(0L, run(Script.LATCH_DELETE, "1"));
-        assertEquals(0L, published());
+        assertEquals(0L, redis.calls("publish"));
         run(Script.LATCH_TRY_SET_COUNT, "2", "1");
         assertEquals(1L, run(Script.LATCH_DELETE, "1"));
         assertEquals(0L, redis.command("EXISTS", LATCH));
-        assertEquals(2L, published());
+        assertEquals(2L, redis.calls("publish"));
     }
 
     @Test

@@ -63,16 +63,6 @@ class LockScriptsTest {
         return run(Script.LOCK_RELEASE, List.of(LOCK, CHANNEL), "30000", owner, Integer.toString(heldBefore), "0");
     }
 
-    private long publishCalls() {
-        String stats = (String) redis.command("INFO", "commandstats");
-        for (String line : stats.split("\r?\n")) {
-            if (line.startsWith("cmdstat_publish:")) {
-                return Long.parseLong(line.replaceAll("^[^:]*:calls=(\\d+),.*", "$1"));
-            }
-        }
-        return 0;
-    }
-
     @Test
     void catalogDigestsAreTheOnesRedisComputes() {
         for (Script script : Script.values()) {
@@ -112,16 +102,16 @@ class LockScriptsTest {
     void releaseCountsDownAndTheLastOneDeletesAndPublishes() {
         acquire(A, 0, 10_000);
         acquire(A, 1, 10_000);
-        long published = publishCalls();
+        long published = redis.calls("publish");
         assertEquals(1L, release(A, 2));
         assertEquals(1L, release(A, 2), "re-delivered release changes nothing");
         assertEquals("1", redis.command("HGET", LOCK, A));
-        assertEquals(published, publishCalls(), "no message while holds remain");
+        assertEquals(published, redis.calls("publish"), "no message while holds remain");
         assertEquals(0L, release(A, 1));
         assertEquals(0L, redis.command("EXISTS", LOCK));
-        assertEquals(published + 1, publishCalls(), "the last release publishes once");
+        assertEquals(published + 1, redis.calls("publish"), "the last release publishes once");
         assertEquals(-1L, release(A, 1), "a re-delivered final release finds nothing held");
-        assertEquals(published + 1, publishCalls());
+        assertEquals(published + 1, redis.calls("publish"));
     }
 
     @Test
@@ -159,12 +149,12 @@ class LockScriptsTest {
     @Test
     void forceUnlockDeletesAndPublishesOnlyWhenHeld() {
         acquire(A, 0, 10_000);
-        long published = publishCalls();
+        long published = redis.calls("publish");
         assertEquals(1L, run(Script.LOCK_FORCE_UNLOCK, List.of(LOCK, CHANNEL), "0"));
         assertEquals(0L, redis.command("EXISTS", LOCK));
-        assertEquals(published + 1, publishCalls());
+        assertEquals(published + 1, redis.calls("publish"));
         assertEquals(0L, run(Script.LOCK_FORCE_UNLOCK, List.of(LOCK, CHANNEL), "0"));
-        assertEquals(published + 1, publishCalls());
+        assertEquals(published + 1, redis.calls("publish"));
     }
 
     @Test

@@ -205,6 +205,37 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
+    /** How many clients are subscribed to a classic pub/sub channel ({@code PUBSUB NUMSUB}). */
+    public long subscribers(String channel) {
+        return (Long) ((java.util.List<?>) command("PUBSUB", "NUMSUB", channel)).get(1);
+    }
+
+    /** Waits, at most 10 s, until exactly {@code expected} clients are subscribed to {@code channel}. */
+    public void awaitSubscribers(String channel, long expected) {
+        Await.until(java.time.Duration.ofSeconds(10),
+                () -> channel + " to have " + expected + " subscribers (has " + subscribers(channel) + ")",
+                () -> subscribers(channel) == expected);
+    }
+
+    /** Waits, at most 10 s, until some client is subscribed to {@code channel}. */
+    public void awaitAnySubscriber(String channel) {
+        Await.until(java.time.Duration.ofSeconds(10), () -> "a subscriber on " + channel, () -> subscribers(channel) > 0);
+    }
+
+    /**
+     * How many times Redis ran {@code command} since start or the last {@code CONFIG RESETSTAT}
+     * ({@code INFO commandstats}; commands run inside scripts count too).
+     */
+    public long calls(String command) {
+        String prefix = "cmdstat_" + command.toLowerCase(java.util.Locale.ROOT) + ":";
+        for (String line : ((String) command("INFO", "commandstats")).split("\r?\n")) {
+            if (line.startsWith(prefix)) {
+                return Long.parseLong(line.replaceAll("^[^:]*:calls=(\\d+),.*", "$1"));
+            }
+        }
+        return 0;
+    }
+
     /** SIGKILL, waiting for the process to exit. */
     public synchronized void kill() {
         if (process != null && process.isAlive()) {
