@@ -1,0 +1,229 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisServer;
+import dev.baton.testkit.TcpProxy;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Faults injected into a real Redis while Baton works: scripts flushed, connections killed,
+ * the server paused, a holder stalled past its lease, latency and a one-way blackhole. Each
+ * checks that no call hangs past its timeout (plus a margin) and that exclusion holds.
+ */
+class FaultTest {
+    private static final Duration TIMEOUT = Duration.ofMillis(800);
+    private static final Duration NO_HANG = Duration.ofSeconds(60);
+
+    private RedisServer redis;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+
+    @BeforeEach
+    void start() {
+        redis = RedisServer.start();
+    }
+
+    @AfterEach
+    void stop() {
+        threads.shutdownNow();
+        clients.close();
+        redis.close();
+    }
+
+    private Baton open(String uri) {
+        return clients.open(BatonOptions.builder().redisUri(uri).commandTimeout(TIMEOUT).build());
+    }
+
+    /** Two clients x 2 threads doing lock/RMW/unlock while {@code fault} runs once, midway. */
+    private int workThrough(Runnable fault) throws Exception {
+        List<BatonLock> locks = List.of(open(redis.uri()).lock("shared"), open(redis.uri()).lock("shared"));
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger overlaps = new AtomicInteger();
+        AtomicInteger done = new AtomicInteger();
+        List<Future<?>> workers = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            BatonLock lock = locks.get(t % 2);
+            workers.add(threads.submit(() -> {
+                for (int i = 0; i < 150; i++) {
+                    try {
+                        if (!lock.tryLock(5, 10, TimeUnit.SECONDS)) {
+                            continue;
+                        }
+                    } catch (RedisUnavailableException e) {
+                        continue; // the fault: this call failed fast, as promised
+                    }
+                    try {
+                        if (inside.incrementAndGet() > 1) {
+                            overlaps.incrementAndGet();
+                        }
+                        Thread.yield();
+                        inside.decrementAndGet();
+                        done.incrementAndGet();
+                    } finally {
+                        try {
+                            lock.unlock();
+                        } catch (RedisUnavailableException | IllegalMonitorStateException e) {
+                            // reply lost to the fault; the release is delivered on reconnect or expires
+                        }
+                    }
+                }
+                return null;
+            }));
+        }
+        while (done.get() < 100) {
+            Thread.sleep(5);
+        }
+        fault.run();
+        for (Future<?> w : workers) {
+            w.get(NO_HANG.toSeconds(), TimeUnit.SECONDS);
+        }
+        assertEquals(0, overlaps.get(), "two holders at once");
+        return done.get();
+    }
+
+    @Test
+    void scriptFlushMidRunIsAbsorbed() {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            long before = redis.calls("eval");
+            int done = workThrough(() -> redis.command("SCRIPT", "FLUSH"));
+            assertEquals(600, done, "every acquisition succeeded: NOSCRIPT is retried once with EVAL");
+            assertTrue(redis.calls("eval") > before, "scripts were reloaded");
+        });
+    }
+
+    @Test
+    void killedCommandConnectionsAreReconnected() {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            int done = workThrough(() -> redis.command("CLIENT", "KILL", "TYPE", "normal"));
+            assertTrue(done > 300, "work went on after the kill: " + done);
+        });
+    }
+
+    @Test
+    void aKilledPubSubConnectionDoesNotStrandWaiters() throws Exception {
+        Baton holder = open(redis.uri());
+        Baton waiting = open(redis.uri());
+        BatonLock held = holder.lock("stranded");
+        held.lock(); // watchdog lease: 30 s, longer than the wait below
+        Future<Boolean> waiter = threads.submit(() -> waiting.lock("stranded").tryLock(20, TimeUnit.SECONDS));
+        redis.awaitSubscribers("redisson_lock__channel:{stranded}", 1);
+        redis.command("CLIENT", "KILL", "TYPE", "pubsub");
+        held.unlock(); // its message may be lost; the re-subscription makes waiters re-check
+        assertTrue(waiter.get(25, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aPausedRedisFailsCallsWithinTheTimeoutAndServesAgainAfter() {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            Baton baton = open(redis.uri());
+            BatonLock lock = baton.lock("paused");
+            assertTrue(lock.tryLock());
+            lock.unlock();
+            redis.pause();
+            try {
+                long start = System.nanoTime();
+                assertThrows(RedisUnavailableException.class, lock::tryLock);
+                long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                assertTrue(tookMs < TIMEOUT.toMillis() + 5_000, "failed after " + tookMs + " ms, not hung");
+            } finally {
+                redis.resume();
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            boolean served = false;
+            while (!served && System.nanoTime() < deadline) {
+                try {
+                    served = lock.tryLock();
+                } catch (RedisUnavailableException e) {
+                    // commands queued while paused are still draining
+                }
+            }
+            assertTrue(served, "served again after resume");
+            lock.unlock();
+        });
+    }
+
+    @Test
+    void aHolderStalledPastItsLeaseLosesItWithoutHarmingTheNextHolder() throws Exception {
+        BatonFencedLock stale = open(redis.uri()).fencedLock("job");
+        long staleToken = stale.lockAndGetToken(300, TimeUnit.MILLISECONDS);
+        // ... the holder stalls (a GC pause, a stopped VM): no unlock, no renewal ...
+        Baton next = open(redis.uri());
+        long nextToken = threads.submit(() -> next.fencedLock("job").tryLockAndGetToken(10, 30, TimeUnit.SECONDS)
+                .getAsLong()).get(20, TimeUnit.SECONDS);
+        assertTrue(nextToken > staleToken, "the stale holder's token is lower");
+        assertThrows(LeaseLostException.class, stale::unlock, "the stale unlock reports the lost lease");
+        assertTrue(next.fencedLock("job").isLocked(), "and leaves the new holder's lock alone");
+    }
+
+    @Test
+    void latencyAndAOneWayBlackholeThroughAProxy() {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            try (TcpProxy proxy = TcpProxy.start(redis.host(), redis.port())) {
+                Baton baton = open(proxy.uri());
+                BatonLock lock = baton.lock("far");
+                proxy.setLatency(Duration.ofMillis(100)); // 200 ms per round trip, inside the timeout
+                assertTrue(lock.tryLock());
+                lock.unlock();
+                proxy.setLatency(Duration.ZERO);
+                proxy.setBlackhole(true); // bytes vanish, nothing is closed
+                assertThrows(RedisUnavailableException.class, lock::tryLock);
+                proxy.setBlackhole(false);
+                proxy.cutAll(); // the stuck connection is dropped; Lettuce reconnects
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                boolean served = false;
+                while (!served && System.nanoTime() < deadline) {
+                    try {
+                        served = lock.tryLock() || lock.isHeldByCurrentThread();
+                    } catch (RedisUnavailableException e) {
+                        // reconnecting
+                    }
+                }
+                assertTrue(served);
+            }
+        });
+    }
+
+    @Test
+    void closeLeavesNoThreadOrConnectionBehind() throws InterruptedException {
+        long clientsBefore = connectedClients();
+        Baton baton = Baton.create(BatonOptions.create(redis.uri()));
+        BatonLock lock = baton.lock("tidy");
+        lock.lock();
+        baton.semaphore("tidy-s").trySetPermits(1);
+        assertTrue(connectedClients() > clientsBefore);
+        baton.close();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((connectedClients() > clientsBefore || batonThreads() > 0) && System.nanoTime() < deadline) {
+            Thread.sleep(10); // polling the server's client count; no signal exists for it
+        }
+        assertEquals(clientsBefore, connectedClients(), "connections left open");
+        assertEquals(0, batonThreads(), "Baton threads left running");
+        assertFalse(redis.subscribers("redisson_lock__channel:{tidy}") > 0);
+    }
+
+    private long connectedClients() {
+        String info = (String) redis.command("INFO", "clients");
+        return Long.parseLong(info.replaceAll("(?s).*connected_clients:(\\d+).*", "$1")) - 1; // minus this probe
+    }
+
+    private static long batonThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().startsWith("baton-timer")).count();
+    }
+}
