@@ -1,0 +1,92 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisServer;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SslOptions;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Baton over TLS (rediss://) with a certificate the test makes: locks, semaphores and a latch
+ * whose wake-up travels over the TLS pub/sub connection. Needs openssl and a redis-server built
+ * with TLS; skipped with the reason printed where either is missing.
+ */
+class TlsTest {
+
+    @Test
+    void synchronizersWorkOverTls() throws Exception {
+        Path dir = Files.createTempDirectory("baton-tls");
+        Path cert = dir.resolve("cert.pem");
+        Path key = dir.resolve("key.pem");
+        boolean certificate = run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key.toString(),
+                "-out", cert.toString(), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1");
+        skipUnless(certificate, "openssl could not make a test certificate");
+        int tlsPort = freePort();
+        RedisServer redis;
+        try {
+            redis = RedisServer.start("tls-port " + tlsPort, "tls-cert-file " + cert, "tls-key-file " + key,
+                    "tls-ca-cert-file " + cert, "tls-auth-clients no");
+        } catch (RuntimeException e) {
+            skipUnless(false, "this redis-server has no TLS support (" + e.getMessage().lines().findFirst().orElse("") + ")");
+            return;
+        }
+        ExecutorService threads = Executors.newCachedThreadPool();
+        RedisClient client = RedisClient.create(RedisURI.builder().withHost("127.0.0.1").withPort(tlsPort).withSsl(true).build());
+        client.setOptions(ClientOptions.builder().sslOptions(SslOptions.builder().trustManager(cert.toFile()).build()).build());
+        try (redis; Baton baton = Baton.create(client, BatonOptions.builder().build())) {
+            BatonLock lock = baton.lock("secure");
+            lock.lock();
+            lock.unlock();
+            baton.semaphore("secure-permits").trySetPermits(1);
+            assertTrue(baton.semaphore("secure-permits").tryAcquire());
+            baton.countDownLatch("secure-latch").trySetCount(1);
+            Future<Boolean> waiter = threads.submit(() -> baton.countDownLatch("secure-latch").await(15, TimeUnit.SECONDS));
+            redis.awaitSubscribers("redisson_countdownlatch__channel__{secure-latch}", 1);
+            baton.countDownLatch("secure-latch").countDown();
+            assertTrue(waiter.get(12, TimeUnit.SECONDS), "woken over the TLS pub/sub connection");
+        } finally {
+            threads.shutdownNow();
+            client.shutdown();
+        }
+    }
+
+    private static void skipUnless(boolean condition, String reason) {
+        if (!condition) {
+            System.out.println("[tls] skipped: " + reason);
+        }
+        Assumptions.assumeTrue(condition, reason);
+    }
+
+    private static boolean run(String... command) {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            return socket.getLocalPort();
+        }
+    }
+}
