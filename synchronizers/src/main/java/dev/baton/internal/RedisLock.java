@@ -216,13 +216,20 @@ class RedisLock implements BatonLock {
         return new LeaseRequest(true, client.watchdogMs());
     }
 
+    /** The longest lease accepted: 10 years. Redis refuses expiries it cannot represent. */
+    static final long MAX_LEASE_MS = TimeUnit.DAYS.toMillis(3_650);
+
     static LeaseRequest leaseMs(long leaseTime, TimeUnit unit) {
         java.util.Objects.requireNonNull(unit, "unit");
         if (leaseTime <= 0) {
             throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime + " " + unit
                     + " (omit it for a watchdog-renewed lock)");
         }
-        return new LeaseRequest(false, Math.max(1, unit.toMillis(leaseTime)));
+        long ms = unit.toMillis(leaseTime);
+        if (ms > MAX_LEASE_MS) {
+            throw new IllegalArgumentException("leaseTime must be at most 3650 days, was " + leaseTime + " " + unit);
+        }
+        return new LeaseRequest(false, Math.max(1, ms));
     }
 
     static long waitNanos(long waitTime, TimeUnit unit) {
