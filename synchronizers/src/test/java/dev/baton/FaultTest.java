@@ -200,6 +200,40 @@ class FaultTest {
     }
 
     @Test
+    void anEmptyRestartWhileLocksPermitsAndLatchesAreHeldAndAwaitedHangsNothing() {
+        assertTimeoutPreemptively(NO_HANG, () -> {
+            AtomicInteger lost = new AtomicInteger();
+            Baton holder = clients.open(BatonOptions.builder().redisUri(redis.uri()).commandTimeout(TIMEOUT)
+                    .watchdogTimeout(Duration.ofMillis(1_500)).leaseLostListener((n, o, r) -> lost.incrementAndGet()).build());
+            Baton waiting = open(redis.uri());
+            holder.lock("r-lock").lock();
+            holder.semaphore("r-sem").trySetPermits(1);
+            holder.semaphore("r-sem").acquire();
+            holder.countDownLatch("r-latch").trySetCount(2);
+            List<Future<?>> waits = List.of(
+                    threads.submit(() -> waiting.lock("r-lock").tryLock(20, TimeUnit.SECONDS)),
+                    threads.submit(() -> waiting.semaphore("r-sem").tryAcquire(20, TimeUnit.SECONDS)),
+                    threads.submit(() -> waiting.countDownLatch("r-latch").await(20, TimeUnit.SECONDS)));
+            redis.awaitSubscribers("redisson_lock__channel:{r-lock}", 1);
+            redis.awaitSubscribers("redisson_sc:{r-sem}", 1);
+            redis.awaitSubscribers("redisson_countdownlatch__channel__{r-latch}", 1);
+            redis.restart();
+            for (Future<?> wait : waits) {
+                try {
+                    wait.get(40, TimeUnit.SECONDS); // an answer or a clear exception, never a hang
+                } catch (java.util.concurrent.ExecutionException e) {
+                    assertTrue(e.getCause() instanceof BatonException, "unexpected: " + e.getCause());
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (lost.get() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(1, lost.get(), "the held watchdog lock was reported lost");
+        });
+    }
+
+    @Test
     void closeLeavesNoThreadOrConnectionBehind() throws InterruptedException {
         long clientsBefore = connectedClients();
         Baton baton = Baton.create(BatonOptions.create(redis.uri()));

@@ -1,0 +1,93 @@
+package dev.baton.interop;
+
+import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.Test;
+import org.redisson.api.RPermitExpirableSemaphore;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Lock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The lost-update workload with half the threads on Redisson 4.7 and half on Baton, for the
+ * wire-compatible primitives not covered elsewhere: the write lock and the permit-expirable
+ * semaphore. (Lock and semaphore: RedissonInteropTest, RedissonSemaphoreInteropTest.)
+ */
+class MixedTortureTest extends InteropTest {
+    MixedTortureTest(RedisServer redis) {
+        super(redis);
+    }
+
+    @Test
+    void writeLocksOfBothClientsNeverOverlapAndLoseNoUpdate() throws Exception {
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger overlaps = new AtomicInteger();
+        long[] counter = new long[1];
+        List<Future<?>> workers = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            Lock write = t % 2 == 0 ? baton.readWriteLock("mixed-rw").writeLock() : redisson.getReadWriteLock("mixed-rw").writeLock();
+            workers.add(threads.submit(() -> {
+                for (int i = 0; i < 150; i++) {
+                    write.lock();
+                    try {
+                        if (inside.incrementAndGet() > 1) {
+                            overlaps.incrementAndGet();
+                        }
+                        long read = counter[0];
+                        Thread.yield();
+                        counter[0] = read + 1;
+                        inside.decrementAndGet();
+                    } finally {
+                        write.unlock();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> w : workers) {
+            w.get(3, TimeUnit.MINUTES);
+        }
+        assertEquals(0, overlaps.get());
+        assertEquals(600L, counter[0]);
+    }
+
+    @Test
+    void expirablePermitsOfBothClientsNeverExceedTheCount() throws Exception {
+        BatonPermitExpirableSemaphore ours = baton.permitExpirableSemaphore("mixed-pes");
+        RPermitExpirableSemaphore theirs = redisson.getPermitExpirableSemaphore("mixed-pes");
+        assertTrue(ours.trySetPermits(2));
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger most = new AtomicInteger();
+        List<Future<?>> workers = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            boolean useBaton = t % 2 == 0;
+            workers.add(threads.submit(() -> {
+                for (int i = 0; i < 100; i++) {
+                    String id = useBaton ? ours.acquire(30, TimeUnit.SECONDS) : theirs.acquire(30, TimeUnit.SECONDS);
+                    most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                    Thread.yield();
+                    inside.decrementAndGet();
+                    if (useBaton) {
+                        ours.release(id);
+                    } else {
+                        theirs.release(id);
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> w : workers) {
+            w.get(3, TimeUnit.MINUTES);
+        }
+        assertTrue(most.get() <= 2, "more holders than permits: " + most.get());
+        assertEquals(2, ours.availablePermits());
+        assertEquals(2, theirs.availablePermits());
+    }
+}
