@@ -40,6 +40,27 @@ public enum Impl {
                 }
 
                 @Override
+                public Latch latch(String name) {
+                    dev.baton.BatonCountDownLatch l = baton.countDownLatch(name);
+                    return new Latch() {
+                        @Override
+                        public void arm() {
+                            l.trySetCount(1);
+                        }
+
+                        @Override
+                        public void await() throws InterruptedException {
+                            l.await();
+                        }
+
+                        @Override
+                        public void countDown() {
+                            l.countDown();
+                        }
+                    };
+                }
+
+                @Override
                 public Permits semaphore(String name) {
                     dev.baton.BatonSemaphore s = baton.semaphore(name);
                     return new Permits() {
@@ -95,6 +116,27 @@ public enum Impl {
                 }
 
                 @Override
+                public Latch latch(String name) {
+                    org.redisson.api.RCountDownLatch l = redisson.getCountDownLatch(name);
+                    return new Latch() {
+                        @Override
+                        public void arm() {
+                            l.trySetCount(1);
+                        }
+
+                        @Override
+                        public void await() throws InterruptedException {
+                            l.await();
+                        }
+
+                        @Override
+                        public void countDown() {
+                            l.countDown();
+                        }
+                    };
+                }
+
+                @Override
                 public Permits semaphore(String name) {
                     org.redisson.api.RSemaphore s = redisson.getSemaphore(name);
                     return new Permits() {
@@ -140,6 +182,9 @@ public enum Impl {
         /** The implementation's (plain) semaphore. */
         Permits semaphore(String name);
 
+        /** The implementation's count-down latch. */
+        Latch latch(String name);
+
         @Override
         void close();
     }
@@ -151,6 +196,15 @@ public enum Impl {
         void release();
 
         void trySetPermits(int permits);
+    }
+
+    /** The count-down-latch operations the benchmarks use. */
+    public interface Latch {
+        void arm();
+
+        void await() throws InterruptedException;
+
+        void countDown();
     }
 
     abstract Client connect(String uri);
