@@ -124,6 +124,7 @@ class CountDownLatchTest {
     @Test
     void deletingTheLatchReleasesWaitersWithAnException() throws Exception {
         coordinator.countDownLatch("doomed").trySetCount(3);
+        redis.command("CONFIG", "RESETSTAT");
         List<Future<?>> waiting = new ArrayList<>();
         for (Baton client : workers) {
             waiting.add(threads.submit(() -> {
@@ -133,6 +134,11 @@ class CountDownLatchTest {
         }
         CompletableFuture<Void> async = workers.get(0).countDownLatch("doomed").awaitAsync().toCompletableFuture();
         redis.awaitSubscribers("redisson_countdownlatch__channel__{doomed}", 2);
+        // All three waiters parked: each read the count once, subscribed, and read it again.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (redis.calls("get") < 6 && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
         assertTrue(coordinator.countDownLatch("doomed").delete());
         for (Future<?> f : waiting) {
             ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));

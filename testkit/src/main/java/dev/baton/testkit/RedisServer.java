@@ -122,6 +122,12 @@ public final class RedisServer implements AutoCloseable {
             throw new UncheckedIOException("cannot start " + binary.server(), e);
         }
         ProcessRegistry.started(process);
+        try {
+            Files.writeString(dir.resolve("jvm.pid"), Long.toString(ProcessHandle.current().pid()));
+            Files.writeString(dir.resolve("redis.pid"), Long.toString(process.pid()));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot record the server's pid in " + dir, e);
+        }
         awaitPing();
     }
 

@@ -39,6 +39,24 @@ class FixtureTest {
     }
 
     @Test
+    void serversLeftByAJvmThatDiedWithoutItsHooksAreReaped() throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("baton-redis-orphan-");
+        Process orphan = new ProcessBuilder(RedisBinary.resolve().server().toString(), "--port", "0", "--save", "",
+                "--dir", dir.toString()).redirectErrorStream(true).redirectOutput(dir.resolve("out.txt").toFile()).start();
+        Process deadJvm = new ProcessBuilder("true").start();
+        deadJvm.waitFor();
+        java.nio.file.Files.writeString(dir.resolve("jvm.pid"), Long.toString(deadJvm.pid()));
+        java.nio.file.Files.writeString(dir.resolve("redis.pid"), Long.toString(orphan.pid()));
+        try {
+            ProcessRegistry.reapOrphans();
+            assertTrue(orphan.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "the orphaned redis-server was killed");
+            assertFalse(java.nio.file.Files.exists(dir), "its directory was removed");
+        } finally {
+            orphan.destroyForcibly();
+        }
+    }
+
+    @Test
     void theEmbeddedBinaryRuns() {
         RedisBinary embedded = RedisBinary.embedded();
         assertTrue(embedded.version().startsWith("6.2"), embedded.version());
