@@ -3,6 +3,8 @@ package dev.baton.interop;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.redisson.api.RPermitExpirableSemaphore;
 
 import java.util.ArrayList;
@@ -16,23 +18,27 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The lost-update workload with half the threads on Redisson 4.7 and half on Baton, for the
- * wire-compatible primitives not covered elsewhere: the write lock and the permit-expirable
- * semaphore. (Lock and semaphore: RedissonInteropTest, RedissonSemaphoreInteropTest.)
+ * The lost-update workload with half the threads on Redisson 4.7 and half on Baton: the lock, the
+ * write lock and the permit-expirable semaphore (the plain semaphore's is in
+ * RedissonSemaphoreInteropTest).
  */
 class MixedTortureTest extends InteropTest {
     MixedTortureTest(RedisServer redis) {
         super(redis);
     }
 
-    @Test
-    void writeLocksOfBothClientsNeverOverlapAndLoseNoUpdate() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"lock", "writeLock"})
+    void locksOfBothClientsNeverOverlapAndLoseNoUpdate(String kind) throws Exception {
         AtomicInteger inside = new AtomicInteger();
         AtomicInteger overlaps = new AtomicInteger();
         long[] counter = new long[1];
         List<Future<?>> workers = new ArrayList<>();
         for (int t = 0; t < 4; t++) {
-            Lock write = t % 2 == 0 ? baton.readWriteLock("mixed-rw").writeLock() : redisson.getReadWriteLock("mixed-rw").writeLock();
+            boolean useBaton = t % 2 == 0;
+            Lock write = kind.equals("lock")
+                    ? (useBaton ? baton.lock("mixed") : redisson.getLock("mixed"))
+                    : (useBaton ? baton.readWriteLock("mixed-rw").writeLock() : redisson.getReadWriteLock("mixed-rw").writeLock());
             workers.add(threads.submit(() -> {
                 for (int i = 0; i < 150; i++) {
                     write.lock();

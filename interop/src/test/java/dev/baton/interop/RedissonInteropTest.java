@@ -8,11 +8,8 @@ import org.junit.jupiter.api.Test;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -81,40 +78,5 @@ class RedissonInteropTest extends InteropTest {
         assertTrue(baton.lock("counted").isLocked());
         r.unlock();
         assertTrue(threads.submit(() -> baton.lock("counted").tryLock()).get());
-    }
-
-    @Test
-    void mixedClientsNeverOverlap() throws Exception {
-        int perThread = 300;
-        AtomicInteger inside = new AtomicInteger();
-        AtomicInteger overlaps = new AtomicInteger();
-        long[] counter = new long[1];
-        List<Future<?>> workers = new ArrayList<>();
-        for (int t = 0; t < 4; t++) {
-            boolean useBaton = t % 2 == 0;
-            workers.add(threads.submit(() -> {
-                java.util.concurrent.locks.Lock lock = useBaton ? baton.lock("mixed") : redisson.getLock("mixed");
-                for (int i = 0; i < perThread; i++) {
-                    lock.lock();
-                    try {
-                        if (inside.incrementAndGet() > 1) {
-                            overlaps.incrementAndGet();
-                        }
-                        long read = counter[0];
-                        Thread.yield();
-                        counter[0] = read + 1;
-                        inside.decrementAndGet();
-                    } finally {
-                        lock.unlock();
-                    }
-                }
-                return null;
-            }));
-        }
-        for (Future<?> w : workers) {
-            w.get(3, TimeUnit.MINUTES);
-        }
-        assertEquals(0, overlaps.get());
-        assertEquals(4L * perThread, counter[0]);
     }
 }
