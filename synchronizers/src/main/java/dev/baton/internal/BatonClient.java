@@ -334,6 +334,11 @@ public final class BatonClient implements Baton {
         return executor;
     }
 
+    /** How long a cancelled wait may take to clean up after itself: two command timeouts. */
+    long cleanupNanos() {
+        return 2 * options.commandTimeout().toNanos();
+    }
+
     AcquireEngine engine() {
         return engine;
     }

@@ -38,12 +38,28 @@ final class Blocking {
     }
 
     /**
-     * Waits for an acquisition interruptibly: on interrupt the acquisition is cancelled, its
+     * Checks a wait time: not negative, named in the message as {@code argName}; in nanoseconds.
+     */
+    static long waitNanos(long value, TimeUnit unit, String argName) {
+        java.util.Objects.requireNonNull(unit, "unit");
+        if (value < 0) {
+            throw new IllegalArgumentException(argName + " must not be negative, was " + value + " " + unit);
+        }
+        return unit.toNanos(value);
+    }
+
+    /**
+     * Starts an acquisition and waits for it interruptibly (an interrupt already pending throws
+     * before anything starts): on interrupt the acquisition is cancelled, its
      * clean-up (undo of a late grant, unsubscribe) is awaited for at most {@code cleanupNanos},
      * and {@link InterruptedException} is thrown with the flag cleared.
      */
-    static boolean awaitInterruptibly(AcquireEngine.Acquisition acquisition, long cleanupNanos)
+    static boolean awaitInterruptibly(java.util.function.Supplier<AcquireEngine.Acquisition> start, long cleanupNanos)
             throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException(); // as the JDK's waits do: nothing is started
+        }
+        AcquireEngine.Acquisition acquisition = start.get();
         try {
             return acquisition.result().get();
         } catch (InterruptedException e) {

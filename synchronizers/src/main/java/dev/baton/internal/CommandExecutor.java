@@ -101,12 +101,6 @@ final class CommandExecutor {
 
     CommandExecutor(StatefulConnection<String, String> connection,
                     Supplier<RedisClusterAsyncCommands<String, String>> commands,
-                    Scheduler scheduler, Duration timeout) {
-        this(connection, commands, scheduler, timeout, ReplicaSync.OFF);
-    }
-
-    CommandExecutor(StatefulConnection<String, String> connection,
-                    Supplier<RedisClusterAsyncCommands<String, String>> commands,
                     Scheduler scheduler, Duration timeout, ReplicaSync replicaSync) {
         this.connection = connection;
         this.commands = commands;

@@ -53,12 +53,7 @@ final class Leases {
         return lease == null ? 0 : lease.holds;
     }
 
-    /** Records a grant that leaves the owner with {@code holds} holds. */
-    Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog) {
-        return granted(key, owner, holds, leaseMs, watchdog, LockRecipe.Renewal.HASH_FIELD);
-    }
-
-    /** Records a grant of a kind renewed in the given way. */
+    /** Records a grant that leaves the owner with {@code holds} holds, renewed in the given way. */
     Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog, LockRecipe.Renewal renewal) {
         Key k = new Key(key, owner);
         lost.invalidate(k);

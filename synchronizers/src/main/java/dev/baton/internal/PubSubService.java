@@ -64,18 +64,12 @@ final class PubSubService implements AutoCloseable {
         };
     }
 
-    private final StatefulRedisPubSubConnection<String, String> connection;
     private final Subscriber subscriber;
     private final CommandExecutor executor;
     private final Map<String, Channel> channels = new HashMap<>();
     private boolean closed;
 
-    PubSubService(StatefulRedisPubSubConnection<String, String> connection, CommandExecutor executor) {
-        this(connection, classic(connection), executor);
-    }
-
     PubSubService(StatefulRedisPubSubConnection<String, String> connection, Subscriber subscriber, CommandExecutor executor) {
-        this.connection = connection;
         this.subscriber = subscriber;
         this.executor = executor;
         connection.addListener(new RedisPubSubAdapter<>() {

@@ -5,7 +5,6 @@ import dev.baton.SynchronizerDeletedException;
 import dev.baton.lua.Script;
 
 import java.util.List;
-import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -67,19 +66,13 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     @Override
     public void await() throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        Blocking.awaitInterruptibly(start(-1), cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(-1), client.cleanupNanos());
     }
 
     @Override
     public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
-        long waitNanos = waitNanos(timeout, unit);
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        return Blocking.awaitInterruptibly(start(waitNanos), cleanupNanos());
+        long waitNanos = Blocking.waitNanos(timeout, unit, "timeout");
+        return Blocking.awaitInterruptibly(() -> start(waitNanos), client.cleanupNanos());
     }
 
     @Override
@@ -114,7 +107,7 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     @Override
     public CompletionStage<Boolean> awaitAsync(long timeout, TimeUnit unit) {
-        return start(waitNanos(timeout, unit)).result();
+        return start(Blocking.waitNanos(timeout, unit, "timeout")).result();
     }
 
     @Override
@@ -128,17 +121,7 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
                 .thenApply(value -> value == null ? 0L : Math.max(0L, Long.parseLong(value)));
     }
 
-    private static long waitNanos(long timeout, TimeUnit unit) {
-        Objects.requireNonNull(unit, "unit");
-        if (timeout < 0) {
-            throw new IllegalArgumentException("timeout must not be negative, was " + timeout + " " + unit);
-        }
-        return unit.toNanos(timeout);
-    }
 
-    private long cleanupNanos() {
-        return 2 * client.executor().timeout().toNanos();
-    }
 
     private AcquireEngine.Acquisition start(long waitNanos) {
         client.checkOpen();

@@ -6,7 +6,6 @@ import dev.baton.LockHold;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -80,10 +79,8 @@ class RedisLock implements BatonLock {
     }
 
     private void lockInterruptiblyFor(LeaseRequest lease) throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        Blocking.awaitInterruptibly(start(-1, lease, ownerOfCurrentThread()), cleanupNanos());
+        long owner = ownerOfCurrentThread();
+        Blocking.awaitInterruptibly(() -> start(-1, lease, owner), client.cleanupNanos());
     }
 
     @Override
@@ -102,10 +99,8 @@ class RedisLock implements BatonLock {
     }
 
     private boolean tryLockFor(long waitNanos, LeaseRequest lease) throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        return Blocking.awaitInterruptibly(start(waitNanos, lease, ownerOfCurrentThread()), cleanupNanos());
+        long owner = ownerOfCurrentThread();
+        return Blocking.awaitInterruptibly(() -> start(waitNanos, lease, owner), client.cleanupNanos());
     }
 
     @Override
@@ -233,11 +228,7 @@ class RedisLock implements BatonLock {
     }
 
     static long waitNanos(long waitTime, TimeUnit unit) {
-        java.util.Objects.requireNonNull(unit, "unit");
-        if (waitTime < 0) {
-            throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime + " " + unit);
-        }
-        return unit.toNanos(waitTime);
+        return Blocking.waitNanos(waitTime, unit, "waitTime");
     }
 
     static long ownerOfCurrentThread() {
@@ -247,10 +238,6 @@ class RedisLock implements BatonLock {
     /** The owner's field in the lock hash: its owner id, as the recipe spells it. */
     String owner(long ownerId) {
         return recipe.field(Names.owner(client.clientId(), ownerId));
-    }
-
-    long cleanupNanos() {
-        return 2 * client.executor().timeout().toNanos();
     }
 
     AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
@@ -290,7 +277,7 @@ class RedisLock implements BatonLock {
             heldBefore = client.leases().holds(name, owner);
             if (handedOver && heldBefore == 0) {
                 // The release that woke us already made us the holder: no round trip needed.
-                Lease granted = client.leases().granted(name, owner, 1, lease.ms(), lease.watchdog());
+                Lease granted = client.leases().granted(name, owner, 1, lease.ms(), lease.watchdog(), recipe.renewal());
                 claim(granted);
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }

@@ -59,11 +59,8 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     }
 
     private String acquireFor(String leaseMs) throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
         PermitAttempt attempt = new PermitAttempt(leaseMs);
-        Blocking.awaitInterruptibly(start(attempt, -1), cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(attempt, -1), client.cleanupNanos());
         return attempt.id;
     }
 
@@ -77,10 +74,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     public Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long waitNanos = SemaphoreWaits.waitNanos(waitTime, unit);
         PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        return Blocking.awaitInterruptibly(start(attempt, waitNanos), cleanupNanos())
+        return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), client.cleanupNanos())
                 ? Optional.of(attempt.id) : Optional.empty();
     }
 
@@ -220,9 +214,6 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         return Long.toString(RedisLock.leaseMs(leaseTime, unit).ms());
     }
 
-    private long cleanupNanos() {
-        return 2 * client.executor().timeout().toNanos();
-    }
 
     private AcquireEngine.Acquisition start(PermitAttempt attempt, long waitNanos) {
         client.checkOpen();

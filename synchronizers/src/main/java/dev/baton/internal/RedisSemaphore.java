@@ -53,8 +53,7 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public void acquire(int permits) throws InterruptedException {
         SemaphoreWaits.requirePermits(permits);
-        interruptedAlready();
-        Blocking.awaitInterruptibly(start(permits, -1), cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(permits, -1), client.cleanupNanos());
     }
 
     @Override
@@ -77,8 +76,7 @@ final class RedisSemaphore implements BatonSemaphore {
     public boolean tryAcquire(int permits, long timeout, TimeUnit unit) throws InterruptedException {
         SemaphoreWaits.requirePermits(permits);
         long waitNanos = SemaphoreWaits.waitNanos(timeout, unit);
-        interruptedAlready();
-        return Blocking.awaitInterruptibly(start(permits, waitNanos), cleanupNanos());
+        return Blocking.awaitInterruptibly(() -> start(permits, waitNanos), client.cleanupNanos());
     }
 
     @Override
@@ -190,15 +188,7 @@ final class RedisSemaphore implements BatonSemaphore {
                 List.of(Integer.toString(permits), MAX_PERMITS)).thenApply(count -> null);
     }
 
-    private void interruptedAlready() throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-    }
 
-    private long cleanupNanos() {
-        return 2 * client.executor().timeout().toNanos();
-    }
 
     private AcquireEngine.Acquisition start(int permits, long waitNanos) {
         client.checkOpen();

@@ -93,11 +93,6 @@ final class RenewalRegistry implements AutoCloseable {
         return leases.size();
     }
 
-    /** The renewal period: a third of the watchdog timeout. */
-    long periodNanos() {
-        return periodNanos;
-    }
-
     /** Renews every registered lease once; what the timer runs. Package-private for tests. */
     CompletableFuture<Void> tick() {
         List<CompletableFuture<?>> calls = new ArrayList<>();

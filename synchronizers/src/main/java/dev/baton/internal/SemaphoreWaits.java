@@ -2,7 +2,6 @@ package dev.baton.internal;
 
 import dev.baton.SynchronizerDeletedException;
 
-import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToIntFunction;
 
@@ -35,11 +34,7 @@ final class SemaphoreWaits {
     }
 
     static long waitNanos(long timeout, TimeUnit unit) {
-        Objects.requireNonNull(unit, "unit");
-        if (timeout < 0) {
-            throw new IllegalArgumentException("timeout must not be negative, was " + timeout + " " + unit);
-        }
-        return unit.toNanos(timeout);
+        return Blocking.waitNanos(timeout, unit, "timeout");
     }
 
     /**
