@@ -12,11 +12,16 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
 
-/** The fair lock's hand-off gap: unlock in one client until the queued waiter in another holds it. */
+/**
+ * The fair lock's hand-off gap: from {@code unlock()} in one client until the queued waiter in
+ * another client holds the lock. The waiter reports "holding" before it unlocks, and its unlock
+ * finishes in the next invocation's (untimed) setup, so only the gap itself is timed.
+ */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
@@ -25,16 +30,23 @@ import java.util.concurrent.locks.Lock;
 @Fork(1)
 public class FairHandOffBenchmark extends WakeUpBase {
     private Lock held;
-    private Future<?> acquired;
+    private CompletableFuture<Void> holding;
+    private Future<?> done;
 
     @Setup(Level.Invocation)
-    public void holdAndQueue() throws InterruptedException {
+    public void holdAndQueue() throws Exception {
+        if (done != null) {
+            done.get(10, TimeUnit.SECONDS); // the previous waiter's unlock
+        }
         String name = "wake-fair-" + run + "-" + (round++);
         held = causing.fairLock(name);
         held.lock();
         Lock theirs = waiting.fairLock(name);
-        acquired = waiter.submit(() -> {
+        CompletableFuture<Void> nowHolding = new CompletableFuture<>();
+        holding = nowHolding;
+        done = waiter.submit(() -> {
             theirs.lock();
+            nowHolding.complete(null);
             theirs.unlock();
             return null;
         });
@@ -45,6 +57,6 @@ public class FairHandOffBenchmark extends WakeUpBase {
     @Benchmark
     public void releaseToNextHolder() throws Exception {
         held.unlock();
-        acquired.get(10, TimeUnit.SECONDS);
+        holding.get(10, TimeUnit.SECONDS);
     }
 }

@@ -1,6 +1,5 @@
 package dev.baton.jmh;
 
-import dev.baton.testkit.RedisServer;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -19,7 +18,7 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The round-trip floor every other result is read against: a Lettuce PING and an EVALSHA of a
- * trivial script on a redis-server started for the run on a free loopback port.
+ * trivial script, on the same redis-server as the Baton and Redisson scenarios.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -27,7 +26,6 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 3, time = 3)
 @Fork(1)
 public class FloorBenchmark {
-    private RedisServer server;
     private RedisClient client;
     private StatefulRedisConnection<String, String> connection;
     private RedisCommands<String, String> redis;
@@ -35,8 +33,7 @@ public class FloorBenchmark {
 
     @Setup(Level.Trial)
     public void start() {
-        server = RedisServer.start();
-        client = RedisClient.create(server.uri());
+        client = RedisClient.create(RedisForBenchmarks.get().uri());
         connection = client.connect();
         redis = connection.sync();
         sha = redis.scriptLoad("return 1");
@@ -46,7 +43,6 @@ public class FloorBenchmark {
     public void stop() {
         connection.close();
         client.shutdown();
-        server.close();
     }
 
     /** One PING round trip. */

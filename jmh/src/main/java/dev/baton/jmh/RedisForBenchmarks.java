@@ -1,22 +1,56 @@
 package dev.baton.jmh;
 
 import dev.baton.testkit.RedisServer;
+import dev.baton.testkit.RespClient;
+
+import java.net.URI;
 
 /**
- * The redis-server every benchmark of one JVM fork uses (same binary and server for both
- * implementations), started on a free loopback port by the test fixture and stopped at exit.
+ * The redis-server a benchmark fork talks to. {@link BenchmarkReport} starts one server for the
+ * whole run and hands its address to every fork in the system property {@value #PROPERTY}, so
+ * Baton, Redisson and the round-trip floor are all measured against the same process. A fork
+ * started without it (a single benchmark run straight from the JMH command line) starts a server
+ * of its own on a free loopback port, stopped when the fork exits.
  */
 final class RedisForBenchmarks {
-    private static RedisServer server;
+    /** System property naming the shared server, e.g. {@code redis://127.0.0.1:41234}. */
+    static final String PROPERTY = "baton.bench.redis";
+
+    private static Target target;
 
     private RedisForBenchmarks() {
     }
 
-    static synchronized RedisServer get() {
-        if (server == null) {
-            server = RedisServer.start();
-            Runtime.getRuntime().addShutdownHook(new Thread(server::close));
+    /** The server for this fork. */
+    static synchronized Target get() {
+        if (target == null) {
+            String given = System.getProperty(PROPERTY);
+            if (given != null && !given.isBlank()) {
+                URI uri = URI.create(given.trim());
+                if (!"127.0.0.1".equals(uri.getHost()) && !"localhost".equals(uri.getHost())) {
+                    throw new IllegalArgumentException(PROPERTY + " must name a loopback server, got " + given);
+                }
+                target = new Target(uri.getHost(), uri.getPort());
+            } else {
+                RedisServer server = RedisServer.start();
+                Runtime.getRuntime().addShutdownHook(new Thread(server::close));
+                target = new Target(server.host(), server.port());
+            }
         }
-        return server;
+        return target;
+    }
+
+    /** Where the server listens, and a side channel for looking at it (not timed). */
+    record Target(String host, int port) {
+        String uri() {
+            return "redis://" + host + ":" + port;
+        }
+
+        /** One command on a fresh plain connection, outside the clients being measured. */
+        Object command(String... args) {
+            try (RespClient client = new RespClient(host, port)) {
+                return client.call(args);
+            }
+        }
     }
 }

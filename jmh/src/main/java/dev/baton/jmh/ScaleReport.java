@@ -1,6 +1,5 @@
 package dev.baton.jmh;
 
-import dev.baton.testkit.RedisServer;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,19 +27,42 @@ public final class ScaleReport {
     private ScaleReport() {
     }
 
+    /** What one implementation cost, counted by the server. */
+    record Counts(Impl impl, Renewal renewal, Pair pair, Waiters waiters) {
+    }
+
+    /** Redis commands per second spent keeping {@value #HELD_LOCKS} watchdog locks alive. */
+    record Renewal(double scriptsPerSecond, double pexpirePerSecond) {
+    }
+
+    /** Per uncontended lock+unlock pair: commands run, and keys left right after {@value #PAIRS} pairs. */
+    record Pair(double scripts, double del, double set, long keysLeft) {
+    }
+
+    /** {@value #WAITERS} threads waiting on {@value #CONTENDED_LOCKS} locks of one client. */
+    record Waiters(int channels, int pubSubConnections, int acquired, int failed, boolean finished) {
+        /** Waits that failed, timed out or had not finished when the report gave up on them. */
+        int notAcquired() {
+            return WAITERS - acquired;
+        }
+    }
+
     public static void main(String[] args) throws Exception {
-        try (RedisServer redis = RedisServer.start()) {
-            System.out.println("redis-server " + redis.binary().version() + " on " + redis.uri());
-            for (Impl impl : Impl.values()) {
-                renewalCost(redis, impl);
-                perPair(redis, impl);
-                manyWaiters(redis, impl);
-            }
+        RedisForBenchmarks.Target redis = RedisForBenchmarks.get();
+        System.out.println("redis-server " + redis.command("INFO", "server").toString()
+                .replaceAll("(?s).*redis_version:([^\\r\\n]*).*", "$1") + " on " + redis.uri());
+        for (Impl impl : Impl.values()) {
+            measure(redis, impl);
         }
         System.exit(0);
     }
 
-    private static void renewalCost(RedisServer redis, Impl impl) throws Exception {
+    /** Measures every count for one implementation, printing each line as it is known. */
+    static Counts measure(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
+        return new Counts(impl, renewalCost(redis, impl), perPair(redis, impl), manyWaiters(redis, impl));
+    }
+
+    private static Renewal renewalCost(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
         redis.command("FLUSHALL");
         try (Impl.Client client = impl.connect(redis.uri())) {
             List<Lock> held = new ArrayList<>();
@@ -54,15 +76,18 @@ public final class ScaleReport {
             Thread.sleep(TimeUnit.SECONDS.toMillis(seconds)); // measuring a rate over wall time
             Map<String, Long> calls = calls(redis);
             long scripts = calls.getOrDefault("evalsha", 0L) + calls.getOrDefault("eval", 0L);
+            double scriptRate = scripts / (double) seconds;
+            double pexpireRate = calls.getOrDefault("pexpire", 0L) / (double) seconds;
             System.out.printf("%-9s renewal of %d watchdog locks: %.1f script calls/s, %.1f PEXPIRE/s%n", impl, HELD_LOCKS,
-                    scripts / (double) seconds, calls.getOrDefault("pexpire", 0L) / (double) seconds);
+                    scriptRate, pexpireRate);
             for (Lock lock : held) {
                 lock.unlock();
             }
+            return new Renewal(scriptRate, pexpireRate);
         }
     }
 
-    private static void perPair(RedisServer redis, Impl impl) {
+    private static Pair perPair(RedisForBenchmarks.Target redis, Impl impl) {
         redis.command("FLUSHALL");
         try (Impl.Client client = impl.connect(redis.uri())) {
             Lock lock = client.lock("pair");
@@ -80,10 +105,12 @@ public final class ScaleReport {
                     + "%.2f SET; keys in Redis right after %d pairs: %d%n", impl, scripts / (double) PAIRS,
                     calls.getOrDefault("del", 0L) / (double) PAIRS, calls.getOrDefault("set", 0L) / (double) PAIRS,
                     PAIRS, keysRightAfter);
+            return new Pair(scripts / (double) PAIRS, calls.getOrDefault("del", 0L) / (double) PAIRS,
+                    calls.getOrDefault("set", 0L) / (double) PAIRS, keysRightAfter);
         }
     }
 
-    private static void manyWaiters(RedisServer redis, Impl impl) throws Exception {
+    private static Waiters manyWaiters(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
         redis.command("FLUSHALL");
         try (Impl.Client holder = impl.connect(redis.uri()); Impl.Client waiting = impl.connect(redis.uri())) {
             List<Lock> held = new ArrayList<>();
@@ -128,14 +155,15 @@ public final class ScaleReport {
             System.out.printf("%-9s %d threads waiting on %d locks: %d channels on %d pub/sub connection(s); "
                     + "%d acquired, %d failed%s%n", impl, WAITERS, CONTENDED_LOCKS, channels, pubSubConnections,
                     got.get(), failed.get(), finished ? "" : ", NOT FINISHED within 90 s");
+            return new Waiters(channels, pubSubConnections, got.get(), failed.get(), finished);
         }
     }
 
-    private static int subscribedChannels(RedisServer redis) {
+    private static int subscribedChannels(RedisForBenchmarks.Target redis) {
         return ((List<?>) redis.command("PUBSUB", "CHANNELS", "redisson_lock__channel:{hot-*")).size();
     }
 
-    private static int pubSubConnections(RedisServer redis) {
+    private static int pubSubConnections(RedisForBenchmarks.Target redis) {
         int n = 0;
         for (String line : ((String) redis.command("CLIENT", "LIST")).split("\n")) {
             if (line.matches(".* sub=[1-9].*")) {
@@ -145,7 +173,7 @@ public final class ScaleReport {
         return n;
     }
 
-    private static Map<String, Long> calls(RedisServer redis) {
+    private static Map<String, Long> calls(RedisForBenchmarks.Target redis) {
         Map<String, Long> calls = new HashMap<>();
         for (String line : ((String) redis.command("INFO", "commandstats")).split("\r?\n")) {
             if (line.startsWith("cmdstat_")) {

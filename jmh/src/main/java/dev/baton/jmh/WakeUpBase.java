@@ -1,6 +1,5 @@
 package dev.baton.jmh;
 
-import dev.baton.testkit.RedisServer;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -24,7 +23,7 @@ public abstract class WakeUpBase {
     @Param({"BATON", "REDISSON"})
     public Impl impl;
 
-    RedisServer redis;
+    RedisForBenchmarks.Target redis;
     Impl.Client causing;
     Impl.Client waiting;
     final ExecutorService waiter = Executors.newSingleThreadExecutor();

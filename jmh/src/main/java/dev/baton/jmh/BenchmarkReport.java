@@ -1,0 +1,150 @@
+package dev.baton.jmh;
+
+import dev.baton.testkit.RedisServer;
+import org.openjdk.jmh.infra.BenchmarkParams;
+import org.openjdk.jmh.results.Result;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.results.format.ResultFormatType;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.util.Statistics;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.Collection;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+
+/**
+ * The one command behind docs/benchmarks.md: starts one redis-server on a free loopback port,
+ * runs every JMH scenario against it (each fork is told its address, so Baton, Redisson and the
+ * round-trip floor share the server), then the counted scenarios of {@link ScaleReport}, and
+ * writes one Markdown table with Baton's figure, Redisson's, their ratio and each goal's verdict.
+ *
+ * <pre>
+ * java -cp jmh/target/benchmarks.jar dev.baton.jmh.BenchmarkReport [--quick] [--only REGEX]
+ *      [--forks N] [--no-counts] [--out FILE]
+ * </pre>
+ *
+ * {@code --quick} is a smoke run (short iterations, numbers not worth quoting); {@code --only}
+ * keeps the JMH benchmarks whose name matches; the report goes to
+ * {@code jmh/target/benchmark-report.md} and JMH's own results to {@code .json} beside it.
+ */
+public final class BenchmarkReport {
+    private BenchmarkReport() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean quick = false;
+        boolean counts = true;
+        String only = ".*Benchmark.*";
+        int forks = 1;
+        Path out = Path.of("jmh", "target", "benchmark-report.md");
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--quick" -> quick = true;
+                case "--no-counts" -> counts = false;
+                case "--only" -> only = value(args, ++i, "--only");
+                case "--forks" -> forks = Integer.parseInt(value(args, ++i, "--forks"));
+                case "--out" -> out = Path.of(value(args, ++i, "--out"));
+                default -> throw new IllegalArgumentException("unknown option " + args[i]
+                        + "; use --quick, --only REGEX, --forks N, --no-counts, --out FILE");
+            }
+        }
+        Files.createDirectories(out.toAbsolutePath().getParent());
+        Path json = out.resolveSibling(out.getFileName().toString().replaceAll("\\.md$", "") + ".json");
+
+        ReportTable table = new ReportTable();
+        String redisVersion;
+        try (RedisServer server = RedisServer.start()) {
+            redisVersion = server.binary().version();
+            System.setProperty(RedisForBenchmarks.PROPERTY, server.uri());
+            ChainedOptionsBuilder options = new OptionsBuilder()
+                    .include(only)
+                    .forks(forks)
+                    .jvmArgsAppend("-D" + RedisForBenchmarks.PROPERTY + "=" + server.uri())
+                    .resultFormat(ResultFormatType.JSON)
+                    .result(json.toString());
+            if (quick) {
+                options.warmupIterations(1).warmupTime(TimeValue.seconds(1))
+                        .measurementIterations(1).measurementTime(TimeValue.seconds(2));
+            }
+            for (RunResult result : new Runner(options.build()).run()) {
+                record(table, result);
+            }
+            if (counts) {
+                RedisForBenchmarks.Target target = RedisForBenchmarks.get();
+                for (Impl impl : Impl.values()) {
+                    record(table, ScaleReport.measure(target, impl));
+                }
+            }
+        }
+
+        String report = "Run of " + LocalDate.now() + ": " + Runtime.getRuntime().availableProcessors() + " CPUs, Java "
+                + System.getProperty("java.version") + ", redis-server " + redisVersion + " on loopback, "
+                + (quick ? "quick smoke run (--quick)" : forks + " fork(s), iterations as annotated") + ".\n\n"
+                + table.markdown();
+        Files.writeString(out, report);
+        System.out.println();
+        System.out.println(report);
+        System.out.println("written to " + out.toAbsolutePath() + " (JMH results: " + json.toAbsolutePath() + ")");
+        System.exit(0); // Redisson's and Baton's client threads must not keep the JVM alive
+    }
+
+    private static String value(String[] args, int i, String option) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(option + " needs a value");
+        }
+        return args[i];
+    }
+
+    /** Files one JMH result under {@link ReportTable#key}. */
+    static void record(ReportTable table, RunResult result) {
+        BenchmarkParams params = result.getParams();
+        String name = params.getBenchmark();
+        String benchmark = name.substring(name.lastIndexOf('.', name.lastIndexOf('.') - 1) + 1);
+        String mode = params.getMode().shortLabel();
+        String implParam = params.getParam("impl");
+        Impl impl = implParam == null ? null : Impl.valueOf(implParam);
+        Map<String, String> others = new TreeMap<>();
+        for (String key : params.getParamsKeys()) {
+            if (!key.equals("impl")) {
+                others.put(key, params.getParam(key));
+            }
+        }
+        String rest = others.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining("/"));
+        Result<?> primary = result.getPrimaryResult();
+        table.put(ReportTable.key(benchmark, mode, impl, rest, "score"), primary.getScore());
+        table.put(ReportTable.key(benchmark, mode, impl, rest, "error"), primary.getScoreError());
+        if (mode.equals("sample")) {
+            Statistics stats = primary.getStatistics();
+            table.put(ReportTable.key(benchmark, mode, impl, rest, "p50"), stats.getPercentile(50));
+            table.put(ReportTable.key(benchmark, mode, impl, rest, "p99"), stats.getPercentile(99));
+            table.put(ReportTable.key(benchmark, mode, impl, rest, "p99.9"), stats.getPercentile(99.9));
+        }
+        for (Map.Entry<String, Result> secondary : result.getSecondaryResults().entrySet()) {
+            table.put(ReportTable.key(benchmark, mode, impl, rest, secondary.getKey()), secondary.getValue().getScore());
+        }
+    }
+
+    /** Files one implementation's counted scenarios. */
+    static void record(ReportTable table, ScaleReport.Counts c) {
+        Collection<Map.Entry<String, Double>> figures = Map.of(
+                "renewalScripts", c.renewal().scriptsPerSecond(),
+                "renewalPexpire", c.renewal().pexpirePerSecond(),
+                "pairScripts", c.pair().scripts(),
+                "pairDel", c.pair().del(),
+                "pairSet", c.pair().set(),
+                "keysLeft", (double) c.pair().keysLeft(),
+                "pubSubConnections", (double) c.waiters().pubSubConnections(),
+                "waitersFailed", (double) c.waiters().notAcquired()
+        ).entrySet();
+        for (Map.Entry<String, Double> f : figures) {
+            table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", f.getKey()), f.getValue());
+        }
+    }
+}

@@ -1,0 +1,223 @@
+package dev.baton.jmh;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalDouble;
+import java.util.TreeMap;
+
+/*
+ * Turns one run's numbers into the table of docs/benchmarks.md: every scenario with Baton's
+ * figure, Redisson's, their ratio and the goal's verdict, computed here rather than by hand so
+ * that a table can never claim a goal its own numbers do not meet.
+ *
+ * The numbers arrive as a flat map from key() to value, filled from JMH's RunResults and the
+ * counted scenarios by BenchmarkReport; a scenario that did not run (left out with --only, or
+ * failed) shows as "not run" instead of failing the report.
+ */
+final class ReportTable {
+    /** How a ratio is judged against its goal. */
+    enum Direction {
+        AT_LEAST("≥"), AT_MOST("≤");
+
+        final String sign;
+
+        Direction(String sign) {
+            this.sign = sign;
+        }
+
+        boolean meets(double value, double goal) {
+            return this == AT_LEAST ? value >= goal : value <= goal;
+        }
+    }
+
+    /** One table row. */
+    record Row(String scenario, String baton, String redisson, String ratio, String goal, String verdict) {
+    }
+
+    private final Map<String, Double> values = new TreeMap<>();
+
+    /**
+     * The key of one figure: a benchmark method ({@code Class.method}), its JMH mode
+     * ({@code thrpt}, {@code sample}, or {@code count} for counted scenarios), the
+     * implementation, the other parameters as {@code name=value} in name order, and the metric
+     * ({@code score}, {@code error}, {@code p50}, {@code p99}, a secondary result's name ...).
+     */
+    static String key(String benchmark, String mode, Impl impl, String params, String metric) {
+        return benchmark + "/" + mode + "/" + (impl == null ? "-" : impl.name()) + "/" + params + "/" + metric;
+    }
+
+    void put(String key, double value) {
+        values.put(key, value);
+    }
+
+    OptionalDouble get(String benchmark, String mode, Impl impl, String params, String metric) {
+        Double v = values.get(key(benchmark, mode, impl, params, metric));
+        return v == null || v.isNaN() ? OptionalDouble.empty() : OptionalDouble.of(v);
+    }
+
+    /** Every row, in the order of the scenario list. */
+    List<Row> rows() {
+        List<Row> rows = new ArrayList<>();
+        String floor = "FloorBenchmark.";
+        OptionalDouble ping = get(floor + "ping", "thrpt", null, "", "score");
+        OptionalDouble evalsha = get(floor + "evalsha", "thrpt", null, "", "score");
+        rows.add(new Row("floor: Lettuce PING (ops/s)", fmt(ping), "", "", "", ""));
+        rows.add(new Row("floor: Lettuce EVALSHA of `return 1` (ops/s)", fmt(evalsha), "", "", "", ""));
+
+        String lock = "LockBenchmark.";
+        OptionalDouble pairFloor = evalsha.isPresent() ? OptionalDouble.of(evalsha.getAsDouble() / 2) : OptionalDouble.empty();
+        throughput(rows, "uncontended lock()+unlock(), watchdog (ops/s)", lock + "uncontendedWatchdog", "",
+                Direction.AT_LEAST, 1.3);
+        OptionalDouble watchdog = get(lock + "uncontendedWatchdog", "thrpt", Impl.BATON, "", "score");
+        OptionalDouble redissonWatchdog = get(lock + "uncontendedWatchdog", "thrpt", Impl.REDISSON, "", "score");
+        rows.add(goalRow("… the same, as a fraction of the floor (two EVALSHA round trips)", pct(ratio(watchdog, pairFloor)),
+                pct(ratio(redissonWatchdog, pairFloor)), "", ratio(watchdog, pairFloor), Direction.AT_LEAST, 0.85, "Baton ≥ 85 %"));
+        throughput(rows, "uncontended lock(lease)+unlock() (ops/s)", lock + "uncontendedLease", "", null, 0);
+        throughput(rows, "8 threads, each on its own lock (ops/s)", lock + "distinctLocks8Threads", "",
+                Direction.AT_LEAST, 1.3);
+
+        String contended = "ContendedLockBenchmark.lockUnlock";
+        throughput(rows, "contended lock, 2 clients × 4 threads (acquisitions/ms)", contended, "kind=reentrant",
+                Direction.AT_LEAST, 1.5);
+        latency(rows, "contended lock, lock+unlock time (ms)", contended, "kind=reentrant", "p99", Direction.AT_MOST, 0.5);
+        throughput(rows, "contended fair lock, 2 clients × 4 threads (acquisitions/ms)", contended, "kind=fair",
+                Direction.AT_LEAST, 2.0);
+        latency(rows, "contended fair lock, lock+unlock time (ms)", contended, "kind=fair", null, null, 0);
+        latency(rows, "fair lock hand-off gap: unlock() → the queued waiter holds it (ms)",
+                "FairHandOffBenchmark.releaseToNextHolder", "", "mean", Direction.AT_MOST, 0.5);
+
+        String queue = "FairQueueBenchmark.takeTurn";
+        for (String queued : List.of("1", "1000")) {
+            String p = "queued=" + queued;
+            OptionalDouble b = get(queue, "thrpt", Impl.BATON, p, "grants");
+            OptionalDouble r = get(queue, "thrpt", Impl.REDISSON, p, "grants");
+            rows.add(new Row("fair lock, " + queued + " queued waiter" + ("1".equals(queued) ? "" : "s")
+                    + ": hand-offs/s (timeouts/s)", fmt(b) + waits(queue, Impl.BATON, p), fmt(r) + waits(queue, Impl.REDISSON, p),
+                    times(ratio(b, r)), "", ""));
+        }
+        OptionalDouble batonCost = ratio(get(queue, "thrpt", Impl.BATON, "queued=1", "grants"),
+                get(queue, "thrpt", Impl.BATON, "queued=1000", "grants"));
+        OptionalDouble redissonCost = ratio(get(queue, "thrpt", Impl.REDISSON, "queued=1", "grants"),
+                get(queue, "thrpt", Impl.REDISSON, "queued=1000", "grants"));
+        rows.add(goalRow("… cost of a hand-off with 1,000 queued ÷ with 1 queued", times(batonCost), times(redissonCost), "",
+                batonCost, Direction.AT_MOST, 1.2, "Baton ≤ 1.2×"));
+
+        String shared = "SharedBenchmark.";
+        throughput(rows, "read lock, 8 threads of one client (ops/s)", shared + "readLock8Threads", "", null, 0);
+        throughput(rows, "semaphore, 4 permits × 8 threads (ops/s)", shared + "semaphore4Permits8Threads", "",
+                Direction.AT_LEAST, 1.3);
+        latency(rows, "latch wake-up: countDown() to zero → the waiter's await() returns (ms)",
+                "LatchWakeUpBenchmark.countDownToWaiterReturn", "", "p99", Direction.AT_MOST, 1.0);
+
+        String counts = "ScaleReport";
+        rows.add(countRow("renewing 10,000 held watchdog locks: script calls/s", counts, "renewalScripts", null, 0));
+        rows.add(countRow("renewing 10,000 held watchdog locks: PEXPIRE/s", counts, "renewalPexpire", null, 0));
+        rows.add(countRow("commands per uncontended lock+unlock: scripts", counts, "pairScripts", null, 0));
+        rows.add(countRow("commands per uncontended lock+unlock: DEL (inside scripts or not)", counts, "pairDel", null, 0));
+        rows.add(countRow("commands per uncontended lock+unlock: SET", counts, "pairSet", null, 0));
+        rows.add(countRow("keys left in Redis right after 1,000 lock+unlock pairs", counts, "keysLeft", Direction.AT_MOST, 0));
+        rows.add(countRow("1,000 threads waiting on 100 locks: pub/sub connections", counts, "pubSubConnections",
+                Direction.AT_MOST, 2));
+        rows.add(countRow("1,000 threads waiting on 100 locks: waits that failed", counts, "waitersFailed",
+                Direction.AT_MOST, 0));
+        return rows;
+    }
+
+    /** The rows as a Markdown table. */
+    String markdown() {
+        StringBuilder out = new StringBuilder();
+        out.append("| scenario | Baton | Redisson | Baton / Redisson | goal | verdict |\n");
+        out.append("|---|---|---|---|---|---|\n");
+        for (Row r : rows()) {
+            out.append("| ").append(r.scenario()).append(" | ").append(r.baton()).append(" | ").append(r.redisson())
+                    .append(" | ").append(r.ratio()).append(" | ").append(r.goal()).append(" | ")
+                    .append(r.verdict().equals("met") || r.verdict().equals("missed") ? "**" + r.verdict() + "**" : r.verdict())
+                    .append(" |\n");
+        }
+        return out.toString();
+    }
+
+    private void throughput(List<Row> rows, String scenario, String benchmark, String params, Direction direction, double goal) {
+        OptionalDouble b = get(benchmark, "thrpt", Impl.BATON, params, "score");
+        OptionalDouble r = get(benchmark, "thrpt", Impl.REDISSON, params, "score");
+        String bText = fmt(b) + plusMinus(get(benchmark, "thrpt", Impl.BATON, params, "error"));
+        String rText = fmt(r) + plusMinus(get(benchmark, "thrpt", Impl.REDISSON, params, "error"));
+        rows.add(goalRow(scenario, bText, rText, times(ratio(b, r)), ratio(b, r), direction, goal, null));
+    }
+
+    /** Three rows (mean, p50, p99) for a sample-time benchmark; the goal applies to {@code judged}. */
+    private void latency(List<Row> rows, String scenario, String benchmark, String params, String judged,
+                         Direction direction, double goal) {
+        for (String metric : List.of("mean", "p50", "p99")) {
+            String m = metric.equals("mean") ? "score" : metric;
+            OptionalDouble b = get(benchmark, "sample", Impl.BATON, params, m);
+            OptionalDouble r = get(benchmark, "sample", Impl.REDISSON, params, m);
+            boolean isJudged = metric.equals(judged);
+            rows.add(goalRow(scenario + ", " + metric, fmt(b), fmt(r), times(ratio(b, r)), ratio(b, r),
+                    isJudged ? direction : null, goal, null));
+        }
+    }
+
+    private Row countRow(String scenario, String benchmark, String metric, Direction direction, double goal) {
+        OptionalDouble b = get(benchmark, "count", Impl.BATON, "", metric);
+        OptionalDouble r = get(benchmark, "count", Impl.REDISSON, "", metric);
+        String goalText = direction == null ? "" : "Baton " + direction.sign + " " + fmt(OptionalDouble.of(goal));
+        return goalRow(scenario, fmt(b), fmt(r), "", b, direction, goal, goalText);
+    }
+
+    private static Row goalRow(String scenario, String baton, String redisson, String ratioText, OptionalDouble judged,
+                               Direction direction, double goal, String goalText) {
+        if (direction == null) {
+            return new Row(scenario, baton, redisson, ratioText, "", "");
+        }
+        String g = goalText != null ? goalText : direction.sign + " " + fmt(OptionalDouble.of(goal)) + "×";
+        String verdict = judged.isEmpty() ? "not run" : direction.meets(judged.getAsDouble(), goal) ? "met" : "missed";
+        return new Row(scenario, baton, redisson, ratioText, g, verdict);
+    }
+
+    private String waits(String benchmark, Impl impl, String params) {
+        OptionalDouble timeouts = get(benchmark, "thrpt", impl, params, "timeouts");
+        OptionalDouble failures = get(benchmark, "thrpt", impl, params, "failures");
+        double bad = timeouts.orElse(0) + failures.orElse(0);
+        return timeouts.isEmpty() ? "" : " (" + fmt(OptionalDouble.of(bad)) + ")";
+    }
+
+    static OptionalDouble ratio(OptionalDouble a, OptionalDouble b) {
+        if (a.isEmpty() || b.isEmpty() || b.getAsDouble() == 0) {
+            return OptionalDouble.empty();
+        }
+        return OptionalDouble.of(a.getAsDouble() / b.getAsDouble());
+    }
+
+    static String fmt(OptionalDouble v) {
+        if (v.isEmpty()) {
+            return "not run";
+        }
+        double x = v.getAsDouble();
+        double abs = Math.abs(x);
+        if (x == Math.rint(x) && abs < 1e9) {
+            return String.format(Locale.ROOT, "%,d", (long) x);
+        }
+        if (abs >= 100) {
+            return String.format(Locale.ROOT, "%,.0f", x);
+        }
+        if (abs >= 10) {
+            return String.format(Locale.ROOT, "%.1f", x);
+        }
+        return String.format(Locale.ROOT, "%.2f", x);
+    }
+
+    private static String plusMinus(OptionalDouble error) {
+        return error.isEmpty() ? "" : " ± " + fmt(error);
+    }
+
+    private static String times(OptionalDouble ratio) {
+        return ratio.isEmpty() ? "" : fmt(ratio) + "×";
+    }
+
+    private static String pct(OptionalDouble ratio) {
+        return ratio.isEmpty() ? "not run" : String.format(Locale.ROOT, "%.0f %%", ratio.getAsDouble() * 100);
+    }
+}
