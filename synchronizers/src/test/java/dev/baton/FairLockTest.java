@@ -200,6 +200,48 @@ class FairLockTest {
         assertTrue(waiter.get(20, TimeUnit.SECONDS), "then it gets the lock for real");
     }
 
+    /**
+     * Regression: the hand-off message of an owner's previous wait, arriving late, must not hand
+     * it the lock in its next wait (tickets used to restart at 1 whenever the queue emptied, so
+     * the old message could carry the new wait's ticket; found by FairQueueBenchmark).
+     */
+    @Test
+    void aLateHandOffMessageFromAnEarlierWaitDoesNotGrantTheLock() throws Exception {
+        BatonLock holder = a.fairLock("late");
+        ExecutorService waiterThread = Executors.newSingleThreadExecutor(); // one owner id for both waits
+        try (dev.baton.testkit.RespClient subscriber = new dev.baton.testkit.RespClient(redis.host(), redis.port())) {
+            subscriber.call("SUBSCRIBE", "baton_fair_lock:{late}");
+            holder.lock();
+            Future<Boolean> firstWait = waiterThread.submit(() -> {
+                BatonLock lock = b.fairLock("late");
+                boolean got = lock.tryLock(20, TimeUnit.SECONDS);
+                lock.unlock();
+                return got;
+            });
+            awaitQueued("late", 1);
+            holder.unlock();
+            String handOff = (String) ((List<?>) subscriber.readReply()).get(2);
+            assertTrue(firstWait.get(20, TimeUnit.SECONDS));
+
+            holder.lock();
+            Future<Boolean> secondWait = waiterThread.submit(() -> {
+                BatonLock lock = b.fairLock("late");
+                boolean got = lock.tryLock(20, TimeUnit.SECONDS);
+                boolean heldInRedis = lock.isHeldByCurrentThread();
+                lock.unlock();
+                return got && heldInRedis;
+            });
+            awaitQueued("late", 1);
+            redis.command("PUBLISH", "baton_fair_lock:{late}", handOff); // the first wait's message, late
+            Thread.sleep(200); // give a wrongly woken waiter time to (wrongly) proceed; nothing to signal here
+            assertFalse(secondWait.isDone(), "the waiter must still be waiting: " + handOff + " is an old hand-off");
+            holder.unlock();
+            assertTrue(secondWait.get(20, TimeUnit.SECONDS), "then it gets the lock for real");
+        } finally {
+            waiterThread.shutdownNow();
+        }
+    }
+
     @Test
     void tryLockWithoutWaitingNeverQueues() throws Exception {
         a.fairLock("no-wait").lock();

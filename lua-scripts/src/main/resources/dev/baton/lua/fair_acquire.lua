@@ -6,7 +6,8 @@
 -- KEYS[3]  "baton_fair_waiters:{<name>}": HASH, owner id -> liveness deadline (server ms)
 -- KEYS[4]  "baton_fair_lock:{<name>}": channel; message = "<owner>#<ticket>" of the waiter the
 --          lock was handed to (the ticket makes each hand-off message unique)
--- KEYS[5]  "baton_fair_ticket:{<name>}": STRING, the last ticket handed out
+-- KEYS[5]  "baton_fair_ticket:{<name>}": STRING, the last ticket handed out; a new ticket is
+--          max(last + 1, server time in microseconds), so tickets never repeat for a name
 -- ARGV[1]  lease in milliseconds for a grant to the caller
 -- ARGV[2]  owner id, "<clientId>:<threadId>"
 -- ARGV[3]  the hold count the caller believes it has before this call
@@ -30,6 +31,7 @@ local lease, owner, expected = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local waiterLease, claimTimeout, mayQueue = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local nowMicros = tonumber(time[1]) * 1000000 + tonumber(time[2])
 
 local function forget(who)
   redis.call('zrem', queue, who)
@@ -60,7 +62,13 @@ end
 local function enqueue()
   local ticket = redis.call('zscore', queue, owner)
   if not ticket then
-    ticket = redis.call('incr', tickets)
+    -- Tickets only ever rise, also across an emptied queue (whose counter is deleted): a counter
+    -- starts again from the server clock in microseconds, so the late hand-off message of an
+    -- earlier wait can never carry a ticket that is current again. Integers below 2^53: exact
+    -- as scores; written with %d so that no exponent notation reaches Redis.
+    local last = tonumber(redis.call('get', tickets) or 0)
+    ticket = string.format('%d', math.max(last + 1, nowMicros))
+    redis.call('set', tickets, ticket)
     redis.call('zadd', queue, ticket, owner)
   end
   redis.call('hset', waiters, owner, now + waiterLease)
@@ -105,7 +113,7 @@ end
 redis.call('hset', name, head, 1)
 redis.call('pexpire', name, claimTimeout)
 forget(head)
-redis.call(ARGV[#ARGV], channel, head .. '#' .. headTicket)
+redis.call(ARGV[#ARGV], channel, head .. '#' .. string.format('%d', tonumber(headTicket)))
 local ticket = 0
 if mayQueue then
   ticket = enqueue()

@@ -54,7 +54,7 @@ for _ = 1, 100 do
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
     redis.call('pexpire', name, claimTimeout)
-    redis.call(ARGV[#ARGV], channel, first .. '#' .. head[2])
+    redis.call(ARGV[#ARGV], channel, first .. '#' .. string.format('%d', tonumber(head[2])))
     break
   end
 end

@@ -54,6 +54,32 @@ class FairScriptsTest {
         return run(c, Script.FAIR_RELEASE, "30000", owner, Integer.toString(heldBefore), "5000");
     }
 
+    /**
+     * Regression: the ticket counter is deleted whenever the queue empties, and it used to start
+     * again at 1, so an owner waiting again could get the very ticket of an earlier hand-off to it,
+     * and that hand-off's late message then looked current (found by FairQueueBenchmark).
+     */
+    @Test
+    void aTicketIsNeverHandedOutTwiceEvenAfterTheQueueEmptied() {
+        try (RespClient c = new RespClient(redis.host(), redis.port());
+             RespClient subscriber = new RespClient(redis.host(), redis.port())) {
+            subscriber.call("SUBSCRIBE", "baton_fair_lock:{fair}");
+            assertEquals(List.of(1L, 1L, 0L), acquire(c, "holder", "10000"));
+            long first = (Long) ((List<?>) acquire(c, "w1", "10000")).get(2);
+            assertEquals(0L, release(c, "holder", 1));
+            assertEquals(List.of("message", "baton_fair_lock:{fair}", "w1#" + first), subscriber.readReply());
+            assertEquals(0L, c.call("EXISTS", "baton_fair_ticket:{fair}"), "the queue emptied: no helper key left");
+            assertEquals(List.of(1L, 1L, 0L), acquire(c, "w1", "10000"), "w1 claims");
+            assertEquals(0L, release(c, "w1", 1));
+            assertEquals(List.of(1L, 1L, 0L), acquire(c, "holder", "10000"));
+            long second = (Long) ((List<?>) acquire(c, "w1", "10000")).get(2);
+            assertTrue(second > first, "w1 waits again with a new, higher ticket: " + first + " then " + second);
+            assertEquals(0L, release(c, "holder", 1));
+            assertEquals(List.of("message", "baton_fair_lock:{fair}", "w1#" + second), subscriber.readReply(),
+                    "the ticket in the message is the one the waiter was given, digit for digit");
+        }
+    }
+
     @Test
     void waitersQueueInOrderAndReleaseHandsToTheHead() {
         try (RespClient c = new RespClient(redis.host(), redis.port());
