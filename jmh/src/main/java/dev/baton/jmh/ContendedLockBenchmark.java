@@ -1,5 +1,6 @@
 package dev.baton.jmh;
 
+import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -66,10 +67,36 @@ public class ContendedLockBenchmark {
         }
     }
 
+    /** The thread that took the lock last (both clients live in this JVM). */
+    volatile Thread lastHolder;
+
+    /**
+     * How often a thread got the lock right back after releasing it while seven others were
+     * waiting: the barging that a non-fair lock allows and that makes its tail.
+     */
+    @State(Scope.Thread)
+    @AuxCounters(AuxCounters.Type.EVENTS)
+    public static class Retakes {
+        public long retakes;
+        public long acquisitions;
+
+        @Setup(Level.Iteration)
+        public void reset() {
+            retakes = 0;
+            acquisitions = 0;
+        }
+    }
+
     /** lock() + unlock() of the one shared lock. */
     @Benchmark
-    public void lockUnlock(Shared shared) {
+    public void lockUnlock(Shared shared, Retakes counts) {
         shared.lock.lock();
+        Thread me = Thread.currentThread();
+        if (lastHolder == me) {
+            counts.retakes++;
+        }
+        lastHolder = me;
+        counts.acquisitions++;
         shared.lock.unlock();
     }
 }

@@ -17,7 +17,9 @@ import org.openjdk.jmh.annotations.Warmup;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
@@ -56,6 +58,7 @@ public class FairQueueBenchmark {
     final LongAdder grants = new LongAdder();
     final LongAdder timeouts = new LongAdder();
     final LongAdder failures = new LongAdder();
+    private final Set<String> failureKinds = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean stop = new AtomicBoolean();
     private final List<Thread> waiters = new ArrayList<>();
 
@@ -106,6 +109,9 @@ public class FairQueueBenchmark {
             stop.set(true);
         } catch (RuntimeException e) {
             failures.increment();
+            if (failureKinds.add(e.getClass().getName() + ": " + e.getMessage())) {
+                System.err.println("[fair-queue] " + impl + " wait failed: " + e); // each distinct failure once
+            }
         }
     }
 

@@ -66,6 +66,8 @@ final class ReportTable {
         rows.add(new Row("floor: Lettuce PING (ops/s)", fmt(ping), "", "", "", ""));
         rows.add(new Row("floor: Lettuce EVALSHA of `return 1` (ops/s)", fmt(evalsha), "", "", "", ""));
 
+        wakeFloor(rows);
+
         String lock = "LockBenchmark.";
         OptionalDouble pairFloor = evalsha.isPresent() ? OptionalDouble.of(evalsha.getAsDouble() / 2) : OptionalDouble.empty();
         throughput(rows, "uncontended lock()+unlock(), watchdog (ops/s)", lock + "uncontendedWatchdog", "",
@@ -82,11 +84,16 @@ final class ReportTable {
         throughput(rows, "contended lock, 2 clients × 4 threads (acquisitions/ms)", contended, "kind=reentrant",
                 Direction.AT_LEAST, 1.5);
         latency(rows, "contended lock, lock+unlock time (ms)", contended, "kind=reentrant", "p99", Direction.AT_MOST, 0.5);
+        retakes(rows, "contended lock: acquisitions that went straight back to the thread that had just released", contended,
+                "kind=reentrant");
         throughput(rows, "contended fair lock, 2 clients × 4 threads (acquisitions/ms)", contended, "kind=fair",
                 Direction.AT_LEAST, 2.0);
         latency(rows, "contended fair lock, lock+unlock time (ms)", contended, "kind=fair", null, null, 0);
+        retakes(rows, "contended fair lock: acquisitions that went straight back to the thread that had just released",
+                contended, "kind=fair");
         latency(rows, "fair lock hand-off gap: unlock() → the queued waiter holds it (ms)",
                 "FairHandOffBenchmark.releaseToNextHolder", "", "mean", Direction.AT_MOST, 0.5);
+        aboveWakeFloor(rows, "… p50 above the wake floor (what the library adds, ms)", "FairHandOffBenchmark.releaseToNextHolder");
 
         String queue = "FairQueueBenchmark.takeTurn";
         for (String queued : List.of("1", "1000")) {
@@ -110,6 +117,7 @@ final class ReportTable {
                 Direction.AT_LEAST, 1.3);
         latency(rows, "latch wake-up: countDown() to zero → the waiter's await() returns (ms)",
                 "LatchWakeUpBenchmark.countDownToWaiterReturn", "", "p99", Direction.AT_MOST, 1.0);
+        aboveWakeFloor(rows, "… p50 above the wake floor (what the library adds, ms)", "LatchWakeUpBenchmark.countDownToWaiterReturn");
 
         String counts = "ScaleReport";
         rows.add(countRow("renewing 10,000 held watchdog locks: script calls/s", counts, "renewalScripts", null, 0));
@@ -158,6 +166,40 @@ final class ReportTable {
             rows.add(goalRow(scenario + ", " + metric, fmt(b), fmt(r), times(ratio(b, r)), ratio(b, r),
                     isJudged ? direction : null, goal, null));
         }
+    }
+
+    private void wakeFloor(List<Row> rows) {
+        for (String quiet : List.of("0", "3")) {
+            for (String metric : List.of("mean", "p50", "p99")) {
+                OptionalDouble v = get("WakeFloorBenchmark.publishToWokenThread", "sample", null, "quietMs=" + quiet,
+                        metric.equals("mean") ? "score" : metric);
+                rows.add(new Row("floor: PUBLISH → a thread parked on the message wakes, after " + quiet
+                        + " ms quiet (ms), " + metric, fmt(v), "", "", "", ""));
+            }
+        }
+    }
+
+    /**
+     * The part of a wake-up latency above the wake floor (3 ms quiet, the same pause the wake-up
+     * benchmarks take), Baton's over Redisson's: what each library adds to what the machine costs.
+     */
+    private void aboveWakeFloor(List<Row> rows, String scenario, String benchmark) {
+        OptionalDouble floor = get("WakeFloorBenchmark.publishToWokenThread", "sample", null, "quietMs=3", "p50");
+        OptionalDouble b = minus(get(benchmark, "sample", Impl.BATON, "", "p50"), floor);
+        OptionalDouble r = minus(get(benchmark, "sample", Impl.REDISSON, "", "p50"), floor);
+        rows.add(new Row(scenario, fmt(b), fmt(r), times(ratio(b, r)), "", ""));
+    }
+
+    private static OptionalDouble minus(OptionalDouble a, OptionalDouble b) {
+        return a.isEmpty() || b.isEmpty() ? OptionalDouble.empty() : OptionalDouble.of(a.getAsDouble() - b.getAsDouble());
+    }
+
+    private void retakes(List<Row> rows, String scenario, String benchmark, String params) {
+        OptionalDouble b = ratio(get(benchmark, "thrpt", Impl.BATON, params, "retakes"),
+                get(benchmark, "thrpt", Impl.BATON, params, "acquisitions"));
+        OptionalDouble r = ratio(get(benchmark, "thrpt", Impl.REDISSON, params, "retakes"),
+                get(benchmark, "thrpt", Impl.REDISSON, params, "acquisitions"));
+        rows.add(new Row(scenario, pct(b), pct(r), "", "", ""));
     }
 
     private Row countRow(String scenario, String benchmark, String metric, Direction direction, double goal) {
