@@ -9,6 +9,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -262,6 +264,32 @@ abstract class LockContractTest {
         closing.close();
         Exception e = assertThrows(Exception.class, () -> waiter.get(10, TimeUnit.SECONDS));
         assertTrue(e.getCause() instanceof IllegalStateException, String.valueOf(e.getCause()));
+    }
+
+    @Test
+    void closingTheClientAtAnyStageOfAWaitReportsTheClosedClient() throws Exception {
+        // The close lands before the waiter starts, while its first attempt or its SUBSCRIBE is
+        // on the wire, or while it is parked: every one must end in the closed-client exception,
+        // never in a Redis outage the application would retry.
+        lock(a, "closing").lock();
+        for (int round = 0; round < 30; round++) {
+            Baton closing = clients.open(redis);
+            CountDownLatch started = new CountDownLatch(1);
+            Future<?> waiter = threads.submit(() -> {
+                started.countDown();
+                lock(closing, "closing").lock();
+                return null;
+            });
+            if (round % 3 > 0) {
+                started.await();
+            }
+            if (round % 3 == 2) {
+                redis.awaitSubscribers(channel("closing"), 1);
+            }
+            closing.close();
+            ExecutionException e = assertThrows(ExecutionException.class, () -> waiter.get(10, TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof IllegalStateException, "round " + round + ": " + e.getCause());
+        }
     }
 
     @Test

@@ -283,6 +283,7 @@ public final class BatonClient implements Baton {
             return;
         }
         closed = true;
+        executor.close();
         renewals.close();
         pubSub.close();
         leases.clear();

@@ -97,6 +97,7 @@ final class CommandExecutor {
         static final ReplicaSync OFF = new ReplicaSync(0, Duration.ZERO, false);
     }
 
+    private volatile boolean closed;
     private final java.util.concurrent.atomic.AtomicBoolean waitUnsupported = new java.util.concurrent.atomic.AtomicBoolean();
 
     CommandExecutor(StatefulConnection<String, String> connection,
@@ -195,11 +196,24 @@ final class CommandExecutor {
             timer.cancel();
             if (error == null) {
                 result.complete(value);
+            } else if (closed) {
+                // Closing the client closes its connections under commands still in flight: the
+                // caller should learn the real reason, not read it as a Redis outage.
+                result.completeExceptionally(new IllegalStateException(
+                        "this Baton client is closed; " + what + " did not complete", unwrap(error)));
             } else {
                 result.completeExceptionally(translate(error, what, key));
             }
         });
         return result;
+    }
+
+    /**
+     * Marks the client closed, before its connections close: failures of commands still in
+     * flight are then reported as the closed client they are.
+     */
+    void close() {
+        closed = true;
     }
 
     /**
