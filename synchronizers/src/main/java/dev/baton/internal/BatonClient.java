@@ -352,6 +352,11 @@ public final class BatonClient implements Baton {
         return options.watchdogTimeout().toMillis();
     }
 
+    /** The shared pub/sub service (for tests). */
+    PubSubService pubSub() {
+        return pubSub;
+    }
+
     /** How many pub/sub channels this client is subscribed to (for tests). */
     int subscribedChannels() {
         return pubSub.channelCount();

@@ -7,9 +7,14 @@ import org.slf4j.LoggerFactory;
 
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToIntFunction;
 
 /*
@@ -67,6 +72,7 @@ final class PubSubService implements AutoCloseable {
     private final Subscriber subscriber;
     private final CommandExecutor executor;
     private final Map<String, Channel> channels = new HashMap<>();
+    private final AtomicLong arrivals = new AtomicLong();
     private boolean closed;
 
     PubSubService(StatefulRedisPubSubConnection<String, String> connection, Subscriber subscriber, CommandExecutor executor) {
@@ -109,7 +115,7 @@ final class PubSubService implements AutoCloseable {
      * to the tag reach it.
      */
     Subscription subscribe(String channelName, ToIntFunction<String> wakeRule, String tag) {
-        Waiter waiter = new Waiter(tag);
+        Waiter waiter = new Waiter(tag, arrivals.incrementAndGet());
         synchronized (channels) {
             if (closed) {
                 throw new IllegalStateException("Baton client is closed");
@@ -121,7 +127,7 @@ final class PubSubService implements AutoCloseable {
                 CompletableFuture<Void> sent = subscriber.subscribe(channelName);
                 channel.ready = executor.bounded(sent, "SUBSCRIBE " + channelName, channelName);
             }
-            channel.waiters.add(waiter);
+            channel.add(waiter);
             return new Subscription(channel, waiter);
         }
     }
@@ -139,12 +145,7 @@ final class PubSubService implements AutoCloseable {
             channel = channels.get(channelName);
         }
         if (channel != null) {
-            for (Waiter waiter : channel.waiters) {
-                if (waiter.concerns(message)) {
-                    waiter.saw(message);
-                }
-            }
-            channel.wake(channel.wakeRule.applyAsInt(message), message);
+            channel.deliver(message);
         }
     }
 
@@ -163,12 +164,12 @@ final class PubSubService implements AutoCloseable {
 
     private CompletableFuture<Void> leave(Channel channel, Waiter waiter) {
         synchronized (channels) {
-            channel.waiters.remove(waiter);
+            channel.remove(waiter);
             if (waiter.hasPendingSignal()) {
                 // The leaver was woken but will not act on it: pass the wake-up on.
                 channel.wake(1, null);
             }
-            if (!channel.waiters.isEmpty() || channels.get(channel.name) != channel) {
+            if (!channel.isEmpty() || channels.get(channel.name) != channel) {
                 return CompletableFuture.completedFuture(null);
             }
             channels.remove(channel.name);
@@ -228,29 +229,89 @@ final class PubSubService implements AutoCloseable {
         }
     }
 
+    /*
+     * A channel's waiters are kept so that nothing a message does costs a scan of them all: a
+     * skip list ordered by arrival (oldest first, O(log n) to join or leave) for the wake-one
+     * and wake-all rules, and on a tagged channel an index by tag, so a fair lock's hand-off
+     * message finds its one waiter at once however long the queue (a scan of 1,000 waiters per
+     * message once took most of a client's CPU; see docs/benchmarks.md).
+     */
     private static final class Channel {
         final String name;
         final ToIntFunction<String> wakeRule;
-        final ConcurrentLinkedDeque<Waiter> waiters = new ConcurrentLinkedDeque<>();
+        private final ConcurrentSkipListMap<Long, Waiter> waiters = new ConcurrentSkipListMap<>();
+        private final ConcurrentHashMap<String, List<Waiter>> byTag = new ConcurrentHashMap<>();
         volatile CompletableFuture<Void> ready;
-        final java.util.concurrent.atomic.AtomicInteger subscribedEvents = new java.util.concurrent.atomic.AtomicInteger();
+        final AtomicInteger subscribedEvents = new AtomicInteger();
 
         Channel(String name, ToIntFunction<String> wakeRule) {
             this.name = name;
             this.wakeRule = wakeRule;
         }
 
+        /** Joins a waiter; called under the service's monitor. */
+        void add(Waiter waiter) {
+            waiters.put(waiter.arrival(), waiter);
+            if (waiter.tag() != null) {
+                byTag.computeIfAbsent(waiter.tag(), t -> new CopyOnWriteArrayList<>()).add(waiter);
+            }
+        }
+
+        /** Removes a waiter; called under the service's monitor. */
+        void remove(Waiter waiter) {
+            waiters.remove(waiter.arrival());
+            if (waiter.tag() != null) {
+                byTag.computeIfPresent(waiter.tag(), (t, list) -> {
+                    list.remove(waiter);
+                    return list.isEmpty() ? null : list;
+                });
+            }
+        }
+
+        boolean isEmpty() {
+            return waiters.isEmpty();
+        }
+
         /**
-         * Rings up to {@code count} waiters that have no ring pending, oldest first; with a
-         * message on a tagged channel only the waiters it concerns. A {@code null} message (a
-         * re-subscription, a close) concerns everybody.
+         * A message arrived. On a tagged channel it rings only the waiters it names; otherwise
+         * it rings as many as the wake rule says, oldest first.
+         */
+        void deliver(String message) {
+            if (wakeRule != WAKE_TAGGED || message == null) {
+                wake(wakeRule.applyAsInt(message), message);
+                return;
+            }
+            ring(byTag.get(message), message);
+            int hash = message.lastIndexOf('#');
+            if (hash >= 0) {
+                ring(byTag.get(message.substring(0, hash)), message);
+            }
+        }
+
+        private static void ring(List<Waiter> tagged, String message) {
+            if (tagged != null) {
+                for (Waiter waiter : tagged) {
+                    if (waiter.concerns(message)) {
+                        waiter.saw(message);
+                        waiter.signal();
+                    }
+                }
+            }
+        }
+
+        /**
+         * Rings up to {@code count} waiters that have no ring pending, oldest first. Every waiter
+         * visited on the way sees the message (all of them, when all are woken); a {@code null}
+         * message (a re-subscription, a close) carries nothing to see.
          */
         void wake(int count, String message) {
-            boolean tagged = wakeRule == WAKE_TAGGED && message != null;
             int woken = 0;
-            for (Iterator<Waiter> it = waiters.iterator(); it.hasNext() && woken < count; ) {
+            for (Iterator<Waiter> it = waiters.values().iterator(); it.hasNext() && woken < count; ) {
                 Waiter waiter = it.next();
-                if ((!tagged || waiter.concerns(message)) && waiter.signal()) {
+                if (message != null) {
+                    waiter.saw(message);
+                }
+                if (waiter.signal()) {
                     woken++;
                 }
             }

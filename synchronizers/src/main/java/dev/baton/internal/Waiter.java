@@ -11,26 +11,35 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class Waiter {
     private final String tag;
+    private final long arrival;
     private final AtomicBoolean pending = new AtomicBoolean();
     private volatile CompletableFuture<Void> parked;
     private volatile String lastMessage;
 
-    /** A waiter that any message concerns. */
-    Waiter() {
-        this(null);
+    /**
+     * A waiter that, on a tagged channel, only messages equal to {@code tag}, or made of
+     * {@code tag}, '#' and a suffix, concern (e.g. its owner id, with a hand-off ticket after the
+     * '#'); a {@code null} tag: every message concerns it.
+     *
+     * @param arrival this waiter's place among its channel's waiters (larger: later)
+     */
+    Waiter(String tag, long arrival) {
+        this.tag = tag;
+        this.arrival = arrival;
     }
 
-    /**
-     * A waiter that only messages equal to {@code tag}, or starting with {@code tag + "#"},
-     * concern (e.g. its owner id, with a hand-off ticket after the '#').
-     */
-    Waiter(String tag) {
-        this.tag = tag;
+    String tag() {
+        return tag;
+    }
+
+    long arrival() {
+        return arrival;
     }
 
     /** Whether {@code message} concerns this waiter. */
     boolean concerns(String message) {
-        return tag == null || message == null || message.equals(tag) || message.startsWith(tag + "#");
+        return tag == null || message == null || message.equals(tag)
+                || (message.length() > tag.length() && message.charAt(tag.length()) == '#' && message.startsWith(tag));
     }
 
     /** Remembers the latest message seen on the channel, whether or not it rings this waiter. */
