@@ -111,8 +111,8 @@ final class PubSubService implements AutoCloseable {
     }
 
     /**
-     * Registers a waiter with a tag on a channel; with {@link #WAKE_TAGGED} only messages equal
-     * to the tag reach it.
+     * Registers a waiter with a tag on a channel; with {@link #WAKE_TAGGED} only messages that
+     * name the tag (the tag itself, or the tag, '#' and a suffix) reach it.
      */
     Subscription subscribe(String channelName, ToIntFunction<String> wakeRule, String tag) {
         Waiter waiter = new Waiter(tag, arrivals.incrementAndGet());
@@ -273,8 +273,9 @@ final class PubSubService implements AutoCloseable {
         }
 
         /**
-         * A message arrived. On a tagged channel it rings only the waiters it names; otherwise
-         * it rings as many as the wake rule says, oldest first.
+         * A message arrived. On a tagged channel it rings only the waiters it names: those whose
+         * tag is the message, or the message up to its last '#' (an owner id and a hand-off
+         * ticket). Otherwise it rings as many as the wake rule says, oldest first.
          */
         void deliver(String message) {
             if (wakeRule != WAKE_TAGGED || message == null) {
@@ -291,10 +292,8 @@ final class PubSubService implements AutoCloseable {
         private static void ring(List<Waiter> tagged, String message) {
             if (tagged != null) {
                 for (Waiter waiter : tagged) {
-                    if (waiter.concerns(message)) {
-                        waiter.saw(message);
-                        waiter.signal();
-                    }
+                    waiter.saw(message);
+                    waiter.signal();
                 }
             }
         }

@@ -17,10 +17,9 @@ final class Waiter {
     private volatile String lastMessage;
 
     /**
-     * A waiter that, on a tagged channel, only messages equal to {@code tag}, or made of
-     * {@code tag}, '#' and a suffix, concern (e.g. its owner id, with a hand-off ticket after the
-     * '#'); a {@code null} tag: every message concerns it.
-     *
+     * @param tag     what a tagged channel's messages name this waiter by (e.g. its owner id;
+     *                the channel also matches a message made of the tag, '#' and a suffix such
+     *                as a hand-off ticket), or {@code null}
      * @param arrival this waiter's place among its channel's waiters (larger: later)
      */
     Waiter(String tag, long arrival) {
@@ -36,13 +35,7 @@ final class Waiter {
         return arrival;
     }
 
-    /** Whether {@code message} concerns this waiter. */
-    boolean concerns(String message) {
-        return tag == null || message == null || message.equals(tag)
-                || (message.length() > tag.length() && message.charAt(tag.length()) == '#' && message.startsWith(tag));
-    }
-
-    /** Remembers the latest message seen on the channel, whether or not it rings this waiter. */
+    /** Remembers the latest message the channel showed this waiter, whether or not it rang it. */
     void saw(String message) {
         lastMessage = message;
     }
