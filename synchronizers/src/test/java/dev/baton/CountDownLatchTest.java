@@ -99,7 +99,7 @@ class CountDownLatchTest {
     void awaitTimesOutAndLeavesNoSubscription() throws Exception {
         coordinator.countDownLatch("slow").trySetCount(1);
         assertFalse(workers.get(0).countDownLatch("slow").await(200, TimeUnit.MILLISECONDS));
-        assertEquals(0L, redis.subscribers("redisson_countdownlatch__channel__{slow}"));
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{slow}", 0, Bounds.CLEAN_UP);
     }
 
     @Test
@@ -118,7 +118,7 @@ class CountDownLatchTest {
         redis.awaitSubscribers("redisson_countdownlatch__channel__{interrupted}", 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, redis.subscribers("redisson_countdownlatch__channel__{interrupted}"));
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{interrupted}", 0, Bounds.CLEAN_UP);
     }
 
     @Test
@@ -173,7 +173,7 @@ class CountDownLatchTest {
         assertEquals(0L, redis.command("EXISTS", "never-armed"));
         assertTrue(latch.await(0, TimeUnit.SECONDS));
         latch.await();
-        assertEquals(0L, redis.subscribers("redisson_countdownlatch__channel__{never-armed}"));
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{never-armed}", 0, Bounds.CLEAN_UP);
     }
 
     @Test

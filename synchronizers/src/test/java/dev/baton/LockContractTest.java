@@ -116,7 +116,7 @@ abstract class LockContractTest {
     void tryLockTimesOutWithoutLeavingASubscription() throws Exception {
         lock(a, "busy").lock();
         assertFalse(threads.submit(() -> lock(b, "busy").tryLock(200, TimeUnit.MILLISECONDS)).get());
-        assertEquals(0L, redis.subscribers(channel("busy")));
+        redis.awaitSubscribers(channel("busy"), 0, Bounds.CLEAN_UP);
     }
 
     @Test
@@ -199,7 +199,7 @@ abstract class LockContractTest {
         redis.awaitSubscribers(channel("interrupt"), 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, redis.subscribers(channel("interrupt")));
+        redis.awaitSubscribers(channel("interrupt"), 0, Bounds.CLEAN_UP);
         assertNull(redis.command("HGET", "interrupt", owner(b, waiter.getId())));
     }
 

@@ -147,7 +147,7 @@ class SemaphoreTest {
         redis.awaitSubscribers("redisson_sc:{scarce}", 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, redis.subscribers("redisson_sc:{scarce}"));
+        redis.awaitSubscribers("redisson_sc:{scarce}", 0, Bounds.CLEAN_UP);
         a.semaphore("scarce").release(2);
         assertEquals(2, a.semaphore("scarce").availablePermits(), "nobody took anything");
         assertEquals(0L, redis.command("ZCARD", "{scarce-x}:timeout"));

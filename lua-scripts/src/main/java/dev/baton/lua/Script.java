@@ -31,7 +31,7 @@ public enum Script {
     LOCK_FORCE_UNLOCK("lock_force_unlock.lua"),
     /** Arm a count-down latch if it is not armed. */
     LATCH_TRY_SET_COUNT("latch_try_set_count.lua"),
-    /** Count a latch down by one. */
+    /** Count a latch down by one, once per request id. */
     LATCH_COUNT_DOWN("latch_count_down.lua"),
     /** Delete a count-down latch and tell its waiters. */
     LATCH_DELETE("latch_delete.lua"),
@@ -43,9 +43,11 @@ public enum Script {
     FAIR_FORCE_UNLOCK("fair_force_unlock.lua"),
     /** Take or re-enter a fenced lock and return its fencing token. */
     FENCED_ACQUIRE("fenced_acquire.lua"),
-    /** Take permits from a semaphore if enough are available. */
+    /** Take permits from a semaphore if enough are available, once per request id. */
     SEMAPHORE_ACQUIRE("semaphore_acquire.lua"),
-    /** Add (or remove) semaphore permits: release and addPermits. */
+    /** Undo a semaphore acquire whose reply never came, once per request id. */
+    SEMAPHORE_CANCEL("semaphore_cancel.lua"),
+    /** Add (or remove) semaphore permits, once per request id: release and addPermits. */
     SEMAPHORE_ADD("semaphore_add.lua"),
     /** Give a semaphore its initial permits if it does not exist. */
     SEMAPHORE_TRY_SET("semaphore_try_set.lua"),

@@ -21,6 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class LatchScriptsTest {
     private static final String LATCH = "batch";
     private static final String CHANNEL = "redisson_countdownlatch__channel__{batch}";
+    private static final String REQUESTS = "baton_requests:{batch}";
+    private static final String MEMORY = "60000";
+    private int ids;
 
     private final RedisServer redis;
 
@@ -35,50 +38,113 @@ class LatchScriptsTest {
     }
 
     private Object run(Script script, String... args) {
-        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), "2", LATCH, CHANNEL));
+        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), "3", LATCH, CHANNEL, REQUESTS));
         command.addAll(Arrays.asList(args));
         command.add("publish"); // the client adds the publish command as every script's last ARGV
         return redis.command(command.toArray(String[]::new));
     }
 
+    /** A fresh request id, as the client makes one per call. */
+    private String id() {
+        return String.format("%016x", ++ids);
+    }
+
+    private Object arm(String count) {
+        return run(Script.LATCH_TRY_SET_COUNT, count, "1", id(), MEMORY);
+    }
+
+    private Object countDown() {
+        return countDown(id(), "");
+    }
+
+    private Object countDown(String id, String forget) {
+        return run(Script.LATCH_COUNT_DOWN, "0", id, MEMORY, forget);
+    }
+
     @Test
     void trySetCountArmsOnlyAnUnarmedLatch() {
-        assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "3", "1"));
+        assertEquals(1L, arm("3"));
         assertEquals("3", redis.command("GET", LATCH));
-        assertEquals(0L, run(Script.LATCH_TRY_SET_COUNT, "5", "1"), "armed already");
+        assertEquals(0L, arm("5"), "armed already");
         assertEquals("3", redis.command("GET", LATCH));
         assertEquals(1L, redis.calls("publish"));
     }
 
     @Test
     void countDownDeletesAndAnnouncesExactlyAtZero() {
-        run(Script.LATCH_TRY_SET_COUNT, "2", "1");
-        assertEquals(1L, run(Script.LATCH_COUNT_DOWN, "0"));
+        arm("2");
+        assertEquals(1L, countDown());
         assertEquals(1L, redis.calls("publish"), "only the arming so far");
-        assertEquals(0L, run(Script.LATCH_COUNT_DOWN, "0"));
+        assertEquals(0L, countDown());
         assertNull(redis.command("GET", LATCH));
         assertEquals(2L, redis.calls("publish"));
-        assertEquals(-1L, run(Script.LATCH_COUNT_DOWN, "0"), "absent latch: no-op");
+        assertEquals(-1L, countDown(), "absent latch: no-op");
         assertNull(redis.command("GET", LATCH));
         assertEquals(2L, redis.calls("publish"));
-        assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "4", "1"), "a second round");
+        assertEquals(1L, arm("4"), "a second round");
     }
 
     @Test
     void deleteAnnouncesOnlyWhenTheLatchExisted() {
         assertEquals(0L, run(Script.LATCH_DELETE, "1"));
         assertEquals(0L, redis.calls("publish"));
-        run(Script.LATCH_TRY_SET_COUNT, "2", "1");
+        arm("2");
+        countDown();
         assertEquals(1L, run(Script.LATCH_DELETE, "1"));
         assertEquals(0L, redis.command("EXISTS", LATCH));
+        assertEquals(0L, redis.command("EXISTS", REQUESTS), "the request memory goes with it");
         assertEquals(2L, redis.calls("publish"));
+    }
+
+    @Test
+    void everyCopyOfOneCountDownCountsOnceEvenAcrossRounds() {
+        arm("3");
+        String once = id();
+        assertEquals(2L, countDown(once, ""));
+        assertEquals(-2L, countDown(once, ""), "a re-sent copy: counted already");
+        assertEquals("2", redis.command("GET", LATCH));
+        countDown();
+        String late = id();
+        assertEquals(0L, countDown(late, ""));
+        assertEquals(1L, arm("2"), "the next round");
+        assertEquals(-2L, countDown(late, ""), "a copy of the last round's countDown leaves the new round alone");
+        assertEquals("2", redis.command("GET", LATCH));
+        String absent = id();
+        run(Script.LATCH_DELETE, "1");
+        assertEquals(-1L, countDown(absent, ""), "absent: nothing to count, but the id is remembered");
+        arm("1");
+        assertEquals(-2L, countDown(absent, ""), "so its copy cannot count the latch armed later");
+        assertEquals("1", redis.command("GET", LATCH));
+    }
+
+    @Test
+    void aReSentArmingRepliesAsTheFirstCopyDid() {
+        String arming = id();
+        assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "1", "1", arming, MEMORY));
+        countDown();
+        assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "1", "1", arming, MEMORY), "set by this request");
+        assertEquals(0L, redis.command("EXISTS", LATCH), "and it does not arm the latch a second time");
+    }
+
+    @Test
+    void answeredRequestsAreForgottenAndTheMemoryExpires() {
+        arm("5");
+        String first = id();
+        String second = id();
+        countDown(first, "");
+        countDown(second, "");
+        assertEquals(3L, redis.command("ZCARD", REQUESTS), "the arming and two countDowns");
+        countDown(id(), first + " " + second);
+        assertEquals(2L, redis.command("ZCARD", REQUESTS), "the two answered ones forgotten");
+        long ttl = (Long) redis.command("PTTL", REQUESTS);
+        assertTrue(ttl > 50_000 && ttl <= 60_000, "the memory expires with its last id: " + ttl);
     }
 
     @Test
     void aNameHoldingAnotherTypeIsRefusedAndLeftAlone() {
         redis.command("HSET", LATCH, "f", "v");
         for (Script script : List.of(Script.LATCH_TRY_SET_COUNT, Script.LATCH_COUNT_DOWN, Script.LATCH_DELETE)) {
-            RedisErrorReply e = assertThrows(RedisErrorReply.class, () -> run(script, "1", "1"));
+            RedisErrorReply e = assertThrows(RedisErrorReply.class, () -> run(script, "1", "1", id(), MEMORY, ""));
             assertTrue(e.getMessage().contains("WRONGTYPE") && e.getMessage().contains(LATCH), e.getMessage());
         }
         assertEquals("v", redis.command("HGET", LATCH, "f"));

@@ -19,13 +19,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The semaphore scripts run raw: counts, refusals, ids, server-clock expiry, deletion. */
 @ExtendWith(RedisExtension.class)
 class SemaphoreScriptsTest {
-    private static final List<String> PLAIN = List.of("sem", "redisson_sc:{sem}");
+    private static final List<String> PLAIN = List.of("sem", "redisson_sc:{sem}", "baton_requests:{sem}");
+    private static final List<String> ACQUIRE = List.of("sem", "baton_requests:{sem}");
+    private static final String MEMORY = "60000";
     private static final List<String> EXPIRABLE = List.of("pes", "{pes}:timeout", "redisson_sc:{pes}");
 
     private static final String ID1 = "00112233445566778899aabbccddeeff";
     private static final String ID2 = "ffeeddccbbaa99887766554433221100";
 
     private final RedisServer redis;
+    private int ids;
 
     SemaphoreScriptsTest(RedisServer redis) {
         this.redis = redis;
@@ -44,21 +47,88 @@ class SemaphoreScriptsTest {
         return redis.command(command.toArray(String[]::new));
     }
 
+    /** A fresh request id, as the client makes one per request. */
+    private String id() {
+        return String.format("%016x", ++ids);
+    }
+
+    private Object acquire(String permits, String id) {
+        return run(Script.SEMAPHORE_ACQUIRE, ACQUIRE, permits, id, MEMORY, "");
+    }
+
+    private Object add(String change, String id) {
+        return run(Script.SEMAPHORE_ADD, PLAIN, change, "2147483647", id, MEMORY, "");
+    }
+
     @Test
     void acquireTakesOnlyWhatIsThereAndSaysWhetherTheSemaphoreExists() {
-        assertEquals(List.of(0L, 0L), run(Script.SEMAPHORE_ACQUIRE, List.of("sem"), "1"), "absent: 0 permits");
-        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "3"));
-        assertEquals(0L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "9"));
-        assertEquals(List.of(1L, 1L), run(Script.SEMAPHORE_ACQUIRE, List.of("sem"), "2"));
-        assertEquals(List.of(0L, 1L), run(Script.SEMAPHORE_ACQUIRE, List.of("sem"), "2"), "exists, not enough");
-        assertEquals(3L, run(Script.SEMAPHORE_ADD, PLAIN, "2", "2147483647"));
+        assertEquals(List.of(0L, 0L), acquire("1", id()), "absent: 0 permits");
+        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "3", id(), MEMORY));
+        assertEquals(0L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "9", id(), MEMORY));
+        assertEquals(List.of(1L, 1L), acquire("2", id()));
+        assertEquals(List.of(0L, 1L), acquire("2", id()), "exists, not enough");
+        assertEquals(3L, add("2", id()));
         assertEquals(3L, run(Script.SEMAPHORE_DRAIN, List.of("sem")));
         assertEquals("0", redis.command("GET", "sem"), "drained, still there");
         RedisErrorReply overflow = assertThrows(RedisErrorReply.class,
-                () -> run(Script.SEMAPHORE_ADD, PLAIN, "2147483647", "2147483646"));
+                () -> run(Script.SEMAPHORE_ADD, PLAIN, "2147483647", "2147483646", id(), MEMORY, ""));
         assertTrue(overflow.getMessage().startsWith("BATON_ARG"), overflow.getMessage());
-        assertEquals(1L, run(Script.SEMAPHORE_DELETE, List.of("sem", "redisson_sc:{sem}", "{sem}:timeout")));
+        assertEquals(1L, run(Script.SEMAPHORE_DELETE,
+                List.of("sem", "redisson_sc:{sem}", "{sem}:timeout", "baton_requests:{sem}")));
+        assertEquals(0L, redis.command("EXISTS", "baton_requests:{sem}"), "the request memory goes with it");
         assertNull(redis.command("GET", "sem"));
+    }
+
+    @Test
+    void everyCopyOfOneAcquireOrReleaseCountsOnce() {
+        run(Script.SEMAPHORE_TRY_SET, PLAIN, "3", id(), MEMORY);
+        String taking = id();
+        assertEquals(List.of(1L, 1L), acquire("2", taking));
+        assertEquals(List.of(1L, 1L), acquire("2", taking), "a re-sent copy takes nothing more");
+        String giving = id();
+        assertEquals(3L, add("2", giving));
+        assertEquals(3L, add("2", giving), "a re-sent release adds nothing more");
+        assertEquals("3", redis.command("GET", "sem"));
+    }
+
+    @Test
+    void cancellingAnAcquireGivesItsPermitsBackOnceOrStopsItsLateCopy() {
+        run(Script.SEMAPHORE_TRY_SET, PLAIN, "3", id(), MEMORY);
+        String ran = id();
+        acquire("2", ran);
+        assertEquals(1L, run(Script.SEMAPHORE_CANCEL, PLAIN, "2", ran, MEMORY), "it had run: permits back");
+        assertEquals(0L, run(Script.SEMAPHORE_CANCEL, PLAIN, "2", ran, MEMORY), "cancelled once only");
+        assertEquals("3", redis.command("GET", "sem"));
+        assertEquals(List.of(0L, 1L), acquire("2", ran), "a copy arriving after the cancel takes nothing");
+        String late = id();
+        assertEquals(0L, run(Script.SEMAPHORE_CANCEL, PLAIN, "1", late, MEMORY), "not run yet");
+        assertEquals(List.of(0L, 1L), acquire("1", late), "so it never takes anything");
+        assertEquals("3", redis.command("GET", "sem"));
+        String deleted = id();
+        acquire("1", deleted);
+        redis.command("DEL", "sem");
+        assertEquals(2L, run(Script.SEMAPHORE_CANCEL, PLAIN, "1", deleted, MEMORY), "deleted: nothing resurrected");
+        assertEquals(0L, redis.command("EXISTS", "sem"));
+    }
+
+    @Test
+    void aReSentTrySetRepliesAsTheFirstCopyDid() {
+        String setting = id();
+        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "2", setting, MEMORY));
+        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "2", setting, MEMORY), "set by this request");
+        assertEquals(0L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "2", id(), MEMORY), "another request: set already");
+    }
+
+    @Test
+    void answeredRequestsAreForgotten() {
+        run(Script.SEMAPHORE_TRY_SET, PLAIN, "5", id(), MEMORY);
+        String a = id();
+        String b = id();
+        acquire("1", a);
+        add("1", b);
+        assertEquals(3L, redis.command("ZCARD", "baton_requests:{sem}"));
+        run(Script.SEMAPHORE_ACQUIRE, ACQUIRE, "1", id(), MEMORY, a + " " + b);
+        assertEquals(2L, redis.command("ZCARD", "baton_requests:{sem}"), "a and b forgotten, the new one kept");
     }
 
     @Test

@@ -19,6 +19,8 @@ import java.util.function.ToIntFunction;
  *      │ refused, no time left ──────────────────────────────────────► done (false)
  *      │ refused, first time: subscribe to the channel, then attempt again (a release
  *      │   between the first attempt and the SUBSCRIBE would otherwise be missed)
+ *      │ failed on the connection (reset, reconnecting, no answer in time), and the wait has
+ *      │   a budget with time left: undo the attempt, pause briefly, attempt again
  *      └ refused again: park until a message rings, the holder's TTL runs out or the
  *        deadline comes, whichever is first; then attempt again
  *
@@ -26,14 +28,23 @@ import java.util.function.ToIntFunction;
  *
  * Exits and their clean-up, each handled here and nowhere else:
  *   - granted: unsubscribe;
- *   - deadline: one last attempt at the deadline, then false; unsubscribe;
+ *   - deadline: one last attempt at the deadline, then false; leave the queue; unsubscribe;
  *   - cancelled (interrupt, Future.cancel): the engine stops at its next step; a grant that
- *     arrives after the cancel is handed back through Attempt.releaseGranted(); unsubscribe;
- *   - an attempt failed without a reply (timeout, connection lost): it may still have been
- *     applied, so Attempt.abandonUnknown() undoes it idempotently; unsubscribe; fail.
- * A wait that ends without a grant completes its result only after all clean-up commands were
- * answered, so a caller told "timed out" (or "failed") knows nothing is left behind in Redis; a
- * grant is reported at once and its unsubscribe goes on in the background.
+ *     arrives after the cancel is handed back through Attempt.releaseGranted(); leave;
+ *     unsubscribe;
+ *   - an attempt failed without a reply: it may still have been applied, so
+ *     Attempt.abandonUnknown() undoes it idempotently. A wait with a budget then tries again
+ *     after a short pause while the budget lasts, so a reconnect inside the budget costs the
+ *     caller nothing; it reports RedisUnavailableException only if the last attempt failed
+ *     that way. A wait without a budget (lock(), await()) and a single try report at once.
+ *
+ * The caller is never held by clean-up. Every clean-up command (undo, leaving a queue,
+ * unsubscribing) is dispatched on the connection before the caller's result completes, so it
+ * reaches Redis in order, ahead of anything the caller does next; its reply is awaited in the
+ * background and a failure is logged. So a wait that fails because Redis did not answer ends
+ * one command timeout after the attempt that failed was sent, not one per clean-up command
+ * (an earlier version awaited each, and a paused Redis made callers wait two or three times
+ * the timeout).
  *
  * Only one step of an acquisition is in flight at a time, so the state below needs no locks:
  * the fields are handed from one completion callback to the next.
@@ -48,12 +59,17 @@ final class AcquireEngine {
 
         /**
          * The last attempt got no reply and may have been applied: make sure it holds nothing.
-         * Completes when the undo was answered (or failed; failures are logged, not thrown).
+         * The undo command must be dispatched before this method returns (so it reaches Redis
+         * behind the attempt and ahead of the caller's next command); the future completes when
+         * it was answered.
          */
         CompletableFuture<?> abandonUnknown();
 
-        /** The last attempt was granted after the caller gave up: give the grant back. */
+        /** The last attempt was granted after the caller gave up: give the grant back (dispatched at once). */
         CompletableFuture<?> releaseGranted();
+
+        /** What this acquisition does, for messages: e.g. {@code acquiring lock 'orders'}. */
+        String description();
 
         /**
          * Before a retry: the latest message seen on the channel since the previous attempt, for
@@ -68,7 +84,8 @@ final class AcquireEngine {
 
         /**
          * The acquisition ends without a grant (timed out, cancelled, failed): take back whatever
-         * the attempts left in Redis while waiting (a queue entry, say). Completes when done.
+         * the attempts left in Redis while waiting (a queue entry, say). Dispatched at once, like
+         * {@link #abandonUnknown()}; completes when answered.
          */
         default CompletableFuture<?> leave() {
             return CompletableFuture.completedFuture(null);
@@ -94,6 +111,8 @@ final class AcquireEngine {
     /** When a lease has no TTL to wait for, re-check at least this often. */
     private static final long UNKNOWN_TTL_RECHECK_MS = 1_000;
 
+    private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
     private final PubSubService pubSub;
     private final Scheduler scheduler;
 
@@ -118,21 +137,28 @@ final class AcquireEngine {
         private final Attempt attempt;
         private final String channel;
         private final ToIntFunction<String> wakeRule;
+        private final long started;
         private final long deadline;
         private final boolean unlimited;
+        /** Whether connection-level failures are retried: a wait with a budget. */
+        private final boolean ridesThroughFailures;
         private final CompletableFuture<Boolean> result = new CompletableFuture<>();
+        private final CompletableFuture<Void> settled = new CompletableFuture<>();
         private final CompletableFuture<Void> finished = new CompletableFuture<>();
         private volatile boolean cancelled;
         private volatile PubSubService.Subscription subscription;
         private volatile CompletableFuture<Void> parked;
-        private volatile CompletableFuture<?> undo = CompletableFuture.completedFuture(null);
+        private volatile CompletableFuture<?> cleanup = DONE;
+        private int failures;
 
         private Acquisition(Attempt attempt, String channel, ToIntFunction<String> wakeRule, long waitNanos) {
             this.attempt = attempt;
             this.channel = channel;
             this.wakeRule = wakeRule;
             this.unlimited = waitNanos < 0;
-            this.deadline = scheduler.nanoTime() + Math.max(0, waitNanos);
+            this.ridesThroughFailures = waitNanos > 0;
+            this.started = scheduler.nanoTime();
+            this.deadline = started + Math.max(0, waitNanos);
             result.whenComplete((ok, e) -> {
                 if (e instanceof CancellationException) {
                     cancel();
@@ -159,7 +185,16 @@ final class AcquireEngine {
             return granted;
         }
 
-        /** Completes when the acquisition and all its clean-up are over. */
+        /**
+         * Completes when the engine has stopped and every clean-up command has been dispatched:
+         * whatever the caller sends next reaches Redis after them. At most one attempt is in
+         * flight when a caller cancels, so this comes at most one command timeout later.
+         */
+        CompletableFuture<Void> settled() {
+            return settled;
+        }
+
+        /** Completes when the acquisition's clean-up commands have all been answered (for tests). */
         CompletableFuture<Void> finished() {
             return finished;
         }
@@ -209,50 +244,84 @@ final class AcquireEngine {
             if (error != null) {
                 Throwable cause = CommandExecutor.unwrap(error);
                 if (cause instanceof RedisUnavailableException) {
-                    undo = attempt.abandonUnknown();
+                    addCleanup(attempt.abandonUnknown());
                 }
-                finish(false, cause);
+                if (mayRetry(cause)) {
+                    retry(cause);
+                } else {
+                    finish(false, cause);
+                }
                 return;
             }
             if (outcome.granted()) {
                 if (cancelled) {
-                    undo = attempt.releaseGranted();
+                    addCleanup(attempt.releaseGranted());
                     finish(false, new CancellationException("acquisition cancelled"));
                 } else {
                     finish(true, null);
                 }
                 return;
             }
-            long remaining = unlimited ? Long.MAX_VALUE : deadline - scheduler.nanoTime();
+            long remaining = remainingNanos();
             if (remaining <= 0 || cancelled) {
                 finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
                 return;
             }
             if (subscription == null) {
-                try {
-                    subscription = pubSub.subscribe(channel, wakeRule, attempt.waiterTag());
-                } catch (RuntimeException e) {
-                    finish(false, e);
-                    return;
-                }
-                subscription.ready().whenComplete((ok, e) -> {
-                    if (e != null) {
-                        finish(false, CommandExecutor.unwrap(e));
-                    } else {
-                        attempt.subscribed();
-                        step();
-                    }
-                });
+                subscribe();
                 return;
             }
-            park(outcome.retryAfterMs(), remaining);
+            long ttlNanos = TimeUnit.MILLISECONDS.toNanos(outcome.retryAfterMs() >= 0 ? outcome.retryAfterMs() : UNKNOWN_TTL_RECHECK_MS);
+            park(Math.min(remaining, ttlNanos));
         }
 
-        private void park(long retryAfterMs, long remainingNanos) {
-            long ttlNanos = TimeUnit.MILLISECONDS.toNanos(retryAfterMs >= 0 ? retryAfterMs : UNKNOWN_TTL_RECHECK_MS);
-            long waitNanos = Math.min(remainingNanos, ttlNanos);
-            Waiter waiter = subscription.waiter();
-            CompletableFuture<Void> bell = waiter.park();
+        private void subscribe() {
+            PubSubService.Subscription s;
+            try {
+                s = pubSub.subscribe(channel, wakeRule, attempt.waiterTag());
+            } catch (RuntimeException e) {
+                finish(false, e);
+                return;
+            }
+            subscription = s;
+            s.ready().whenComplete((ok, e) -> {
+                if (e == null) {
+                    attempt.subscribed();
+                    step();
+                    return;
+                }
+                Throwable cause = CommandExecutor.unwrap(e);
+                if (!mayRetry(cause)) {
+                    finish(false, cause);
+                    return;
+                }
+                // Leave the failed subscription; the next refusal subscribes afresh.
+                subscription = null;
+                addCleanup(s.close());
+                retry(cause);
+            });
+        }
+
+        /** Whether a failure is one a wait with a budget rides through, with budget left. */
+        private boolean mayRetry(Throwable cause) {
+            return ridesThroughFailures && !cancelled && remainingNanos() > 0 && CommandExecutor.isConnectionFailure(cause);
+        }
+
+        /** Pauses briefly and attempts again; the last attempt comes at the deadline at the latest. */
+        private void retry(Throwable cause) {
+            log.debug("{}: {}; attempting again within the wait budget", attempt.description(), cause.getMessage());
+            park(Math.min(remainingNanos(), CommandExecutor.backoffNanos(failures++)));
+        }
+
+        private long remainingNanos() {
+            return unlimited ? Long.MAX_VALUE : deadline - scheduler.nanoTime();
+        }
+
+        /** Waits for a message (if subscribed), the timer or a cancel, then attempts again. */
+        private void park(long waitNanos) {
+            PubSubService.Subscription s = subscription;
+            Waiter waiter = s == null ? null : s.waiter();
+            CompletableFuture<Void> bell = waiter == null ? new CompletableFuture<>() : waiter.park();
             parked = bell;
             if (cancelled) {
                 bell.complete(null);
@@ -261,36 +330,55 @@ final class AcquireEngine {
             bell.whenComplete((ok, e) -> {
                 timer.cancel();
                 parked = null;
-                waiter.consume();
+                if (waiter != null) {
+                    waiter.consume();
+                }
                 step();
             });
         }
 
-        private void finish(Boolean acquired, Throwable error) {
-            boolean granted = error == null && Boolean.TRUE.equals(acquired);
+        private void addCleanup(CompletableFuture<?> dispatched) {
+            CompletableFuture<?> before = cleanup;
+            cleanup = CompletableFuture.allOf(before.handle((ok, e) -> null), dispatched.handle((ok, e) -> {
+                if (e != null) {
+                    log.warn("{}: clean-up after the wait failed: {}", attempt.description(),
+                            CommandExecutor.unwrap(e).toString());
+                }
+                return null;
+            }));
+        }
+
+        private void finish(boolean acquired, Throwable error) {
+            boolean granted = error == null && acquired;
+            // Clean-up is dispatched first, so it reaches Redis ahead of the caller's next command.
             if (!granted) {
-                CompletableFuture<?> before = undo;
-                undo = before.handle((ok, e) -> null).thenCompose(ignored -> attempt.leave());
+                addCleanup(attempt.leave());
             }
             PubSubService.Subscription s = subscription;
-            CompletableFuture<Void> left = s == null ? CompletableFuture.completedFuture(null) : s.close();
+            if (s != null) {
+                addCleanup(s.close());
+            }
             if (granted && !result.complete(true)) {
                 // The caller cancelled the result future between our grant and now.
-                undo = attempt.releaseGranted();
+                addCleanup(attempt.releaseGranted());
             }
-            CompletableFuture.allOf(left, undo.handle((ok, e) -> null)).whenComplete((ok, e) -> {
-                if (e != null) {
-                    log.debug("leaving channel {} failed", channel, e);
-                }
-                // A wait that ends without a grant reports only once its clean-up is done, so
-                // the caller never sees a queue entry or subscription it left behind.
-                if (error != null) {
-                    result.completeExceptionally(error);
-                } else if (!granted) {
-                    result.complete(false);
-                }
-                finished.complete(null);
-            });
+            settled.complete(null);
+            // The caller hears at once; clean-up replies are awaited in the background.
+            if (error != null) {
+                result.completeExceptionally(described(error));
+            } else if (!granted) {
+                result.complete(false);
+            }
+            cleanup.whenComplete((ok, e) -> finished.complete(null));
+        }
+
+        /** A Redis failure, told with what was being done and how long the caller waited. */
+        private Throwable described(Throwable error) {
+            if (error.getClass() != RedisUnavailableException.class) {
+                return error;
+            }
+            return new RedisUnavailableException(attempt.description() + " failed after "
+                    + Durations.readableNanos(scheduler.nanoTime() - started) + ": " + error.getMessage(), error);
         }
     }
 }

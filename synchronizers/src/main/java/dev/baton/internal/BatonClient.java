@@ -52,6 +52,7 @@ public final class BatonClient implements Baton {
     private final AcquireEngine engine;
     private final Leases leases;
     private final RenewalRegistry renewals;
+    private final Requests requests;
     private volatile boolean closed;
 
     private BatonClient(BatonOptions options, AbstractRedisClient ownedClient,
@@ -78,6 +79,7 @@ public final class BatonClient implements Baton {
         }
         this.pubSub = new PubSubService(pubSubConnection, subscriber, executor);
         this.engine = new AcquireEngine(pubSub, scheduler);
+        this.requests = new Requests(executor, scheduler, options.commandTimeout());
         this.leases = new Leases(scheduler, options.leaseLostListener());
         ToIntFunction<String> slotOf = cluster ? SlotHash::getSlot : key -> 0;
         this.renewals = new RenewalRegistry(this::renew, leases::lost, scheduler, slotOf,
@@ -335,9 +337,12 @@ public final class BatonClient implements Baton {
         return executor;
     }
 
-    /** How long a cancelled wait may take to clean up after itself: two command timeouts. */
+    /**
+     * How long an interrupted wait may take to stop: the attempt in flight (one command timeout)
+     * and a little for dispatching its clean-up.
+     */
     long cleanupNanos() {
-        return 2 * options.commandTimeout().toNanos();
+        return options.commandTimeout().toNanos() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(250);
     }
 
     AcquireEngine engine() {
@@ -346,6 +351,10 @@ public final class BatonClient implements Baton {
 
     Leases leases() {
         return leases;
+    }
+
+    Requests requests() {
+        return requests;
     }
 
     long watchdogMs() {

@@ -50,11 +50,12 @@ final class Blocking {
 
     /**
      * Starts an acquisition and waits for it interruptibly (an interrupt already pending throws
-     * before anything starts): on interrupt the acquisition is cancelled, its
-     * clean-up (undo of a late grant, unsubscribe) is awaited for at most {@code cleanupNanos},
-     * and {@link InterruptedException} is thrown with the flag cleared.
+     * before anything starts): on interrupt the acquisition is cancelled, the caller waits (at
+     * most {@code settleNanos}) until its clean-up commands are dispatched, so that its next
+     * command reaches Redis after them, and {@link InterruptedException} is thrown with the flag
+     * cleared.
      */
-    static boolean awaitInterruptibly(java.util.function.Supplier<AcquireEngine.Acquisition> start, long cleanupNanos)
+    static boolean awaitInterruptibly(java.util.function.Supplier<AcquireEngine.Acquisition> start, long settleNanos)
             throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException(); // as the JDK's waits do: nothing is started
@@ -69,7 +70,7 @@ final class Blocking {
                 Thread.currentThread().interrupt();
                 return true;
             }
-            awaitQuietly(acquisition.finished(), cleanupNanos);
+            awaitQuietly(acquisition.settled(), settleNanos);
             throw e;
         } catch (ExecutionException e) {
             throw rethrow(e.getCause());

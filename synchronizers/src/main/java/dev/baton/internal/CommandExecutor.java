@@ -29,6 +29,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -111,49 +112,145 @@ final class CommandExecutor {
         this.replicaSync = replicaSync;
     }
 
-    /** Runs a script and returns its reply. */
+    /** Runs a script once and returns its reply. */
     <T> CompletableFuture<T> eval(Script script, Reply reply, List<String> keys, List<String> args) {
         return this.<T>evalTracked(script, reply, keys, args).thenApply(Delivered::value);
     }
 
-    /** Runs a script and returns its reply and whether the command may have run twice. */
+    /** Runs a script once and returns its reply and whether the command may have run twice. */
     <T> CompletableFuture<Delivered<T>> evalTracked(Script script, Reply reply, List<String> keys, List<String> args) {
+        return evalOnce(script, reply, keys, args, timeoutNanos, true);
+    }
+
+    /**
+     * Sends a clean-up script once (an undo, leaving a queue) whose place in the connection's
+     * order matters more than its reply: the reply is awaited for the command timeout, but a
+     * copy that got none is not cancelled, so Lettuce still delivers it when the connection
+     * recovers, ahead of every command sent after it. It is never re-sent by Baton: a late copy
+     * could land after the caller's next operation and undo that instead.
+     */
+    <T> CompletableFuture<Delivered<T>> evalCleanup(Script script, Reply reply, List<String> keys, List<String> args) {
+        return evalOnce(script, reply, keys, args, timeoutNanos, false);
+    }
+
+    /**
+     * Sends one copy of a script, bounded by {@code boundNanos}. With {@code cancelLate}, a copy
+     * that gets no answer in time is cancelled in Lettuce, so Lettuce never writes it later
+     * (after a reconnect, say); one already on the wire may still run, which every script
+     * tolerates.
+     */
+    private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys,
+                                                        List<String> args, long boundNanos, boolean cancelLate) {
         String what = script.fileName() + " on '" + keys.get(0) + "'";
-        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args)
+        long start = scheduler.nanoTime();
+        AtomicReference<AsyncCommand<String, String, T>> current = new AtomicReference<>();
+        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current)
                 .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
-                        ? dispatch(script, false, reply, keys, args)
+                        ? dispatch(script, false, reply, keys, args, current)
                         : CompletableFuture.failedFuture(e));
-        CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0));
-        return replicaSync.replicas() > 0 ? done.thenCompose(delivered -> awaitReplicas(delivered, what)) : done;
+        CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0), boundNanos, () -> {
+            AsyncCommand<String, String, T> command = current.get();
+            if (command != null && cancelLate) {
+                command.cancel(false);
+            }
+        });
+        return replicaSync.replicas() > 0
+                ? done.thenCompose(delivered -> awaitReplicas(delivered, what, start + boundNanos)) : done;
+    }
+
+    /**
+     * Sends a lock release: an owner's own release until answered within the command timeout,
+     * a clean-up release once, in order (see {@link #evalCleanup}).
+     */
+    CompletableFuture<Delivered<Long>> release(boolean cleanup, Script script, Reply reply, List<String> keys,
+                                               List<String> args) {
+        return cleanup ? evalCleanup(script, reply, keys, args) : evalUntilAnswered(script, reply, keys, args, timeoutNanos);
+    }
+
+    /**
+     * Sends a script that is safe to run more than once (idempotent by hold count or request
+     * id) until Redis answers it: a copy that fails on the connection (reset, reconnecting, no
+     * answer in time) is followed by another after a short, capped pause, while
+     * {@code budgetNanos} lasts. Each copy is bounded by the command timeout or by what is left
+     * of the budget, whichever is less, so the whole call ends within the budget (plus the timer's
+     * granularity). The reply says {@code resent} when more than one copy may have run.
+     */
+    <T> CompletableFuture<Delivered<T>> evalUntilAnswered(Script script, Reply reply, List<String> keys,
+                                                         List<String> args, long budgetNanos) {
+        CompletableFuture<Delivered<T>> result = new CompletableFuture<>();
+        sendCopy(script, reply, keys, args, scheduler.nanoTime() + budgetNanos, 0, result);
+        return result;
+    }
+
+    private <T> void sendCopy(Script script, Reply reply, List<String> keys, List<String> args, long deadline,
+                              int failures, CompletableFuture<Delivered<T>> result) {
+        long left = deadline - scheduler.nanoTime();
+        this.<T>evalOnce(script, reply, keys, args, Math.max(1, Math.min(timeoutNanos, left)), true)
+                .whenComplete((delivered, error) -> {
+                    if (error == null) {
+                        result.complete(failures == 0 ? delivered : new Delivered<>(delivered.value(), true));
+                        return;
+                    }
+                    Throwable cause = unwrap(error);
+                    long pause = backoffNanos(failures);
+                    if (!isConnectionFailure(cause) || scheduler.nanoTime() + pause >= deadline) {
+                        result.completeExceptionally(cause);
+                        return;
+                    }
+                    scheduler.schedule(() -> sendCopy(script, reply, keys, args, deadline, failures + 1, result),
+                            pause, TimeUnit.NANOSECONDS);
+                });
+    }
+
+    /** The pause before the next copy after {@code failures} failed ones: 20 ms doubling, at most 250 ms. */
+    static long backoffNanos(int failures) {
+        long ms = Math.min(250, 20L << Math.min(failures, 4));
+        return TimeUnit.MILLISECONDS.toNanos(ms);
+    }
+
+    /**
+     * Whether a failure is about reaching Redis (connection reset or refused, reconnecting, no
+     * answer in time, a cluster or replica not ready): worth another copy while time allows.
+     * Too few replica acknowledgements is not: Redis answered, the change was made on the
+     * master, and the caller decides (ReplicaSyncException).
+     */
+    static boolean isConnectionFailure(Throwable e) {
+        Throwable cause = unwrap(e);
+        return cause instanceof RedisUnavailableException && !(cause instanceof dev.baton.ReplicaSyncException);
     }
 
     /**
      * WAIT after a state change, on the same connection, so the replicas have it too. Fewer
      * acknowledgements than asked for is a ReplicaSyncException (a RedisUnavailableException,
      * so an acquire is undone by the engine) unless the options accept it. A server or proxy
-     * that refuses WAIT is reported once and not asked again.
+     * that refuses WAIT is reported once and not asked again. The script and its WAIT together
+     * end within the script's bound plus the replica-sync timeout.
      */
-    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what) {
+    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what, long scriptDeadline) {
         if (waitUnsupported.get()) {
             return CompletableFuture.completedFuture(reply);
         }
         CompletableFuture<Long> acked;
         try {
-            acked = commands.get().waitForReplication(replicaSync.replicas(), replicaSync.timeout().toMillis())
-                    .toCompletableFuture();
+            CompletableFuture<Long> sent = commands.get()
+                    .waitForReplication(replicaSync.replicas(), replicaSync.timeout().toMillis()).toCompletableFuture();
+            // WAIT blocks in Redis for up to its own timeout: bound it by that plus what is left of ours.
+            long bound = Math.max(1, scriptDeadline - scheduler.nanoTime()) + replicaSync.timeout().toNanos();
+            acked = bounded(sent, "WAIT after " + what, what, bound, () -> sent.cancel(false));
         } catch (RuntimeException e) {
             acked = CompletableFuture.failedFuture(e);
         }
         return acked.handle((count, error) -> {
             Throwable e = error == null ? null : unwrap(error);
-            if (e instanceof RedisCommandExecutionException) {
+            if (e != null && e.getCause() instanceof RedisCommandExecutionException
+                    && !(e instanceof RedisUnavailableException)) {
                 if (waitUnsupported.compareAndSet(false, true)) {
                     LoggerHolder.log.warn("Redis refused WAIT ({}); replica sync is off for this client", e.getMessage());
                 }
                 return reply;
             }
             if (e != null) {
-                throw translate(e, "WAIT after " + what, what);
+                throw e instanceof RuntimeException re ? re : translate(e, "WAIT after " + what, what);
             }
             if (count < replicaSync.replicas()) {
                 String message = "only " + count + " of " + replicaSync.replicas() + " replicas acknowledged " + what
@@ -183,15 +280,29 @@ final class CommandExecutor {
         } catch (RuntimeException e) {
             sent = CompletableFuture.failedFuture(e);
         }
-        return bounded(sent, command + " on '" + key + "'", key);
+        CompletableFuture<T> pending = sent;
+        return bounded(sent, command + " on '" + key + "'", key, timeoutNanos, () -> pending.cancel(false));
     }
 
-    /** Bounds any Redis future (also pub/sub ones) by the command timeout, translating errors. */
+    /** Bounds a Redis future that must not be cancelled (pub/sub ones) by the command timeout, translating errors. */
     <T> CompletableFuture<T> bounded(CompletableFuture<T> sent, String what, String key) {
+        return bounded(sent, what, key, timeoutNanos, () -> { });
+    }
+
+    /**
+     * Bounds any Redis future by {@code boundNanos}, translating errors; {@code onTimeout} runs
+     * when the bound passes first (to cancel the command in Lettuce).
+     */
+    private <T> CompletableFuture<T> bounded(CompletableFuture<T> sent, String what, String key, long boundNanos,
+                                             Runnable onTimeout) {
         CompletableFuture<T> result = new CompletableFuture<>();
-        Scheduler.Cancellable timer = scheduler.schedule(() -> result.completeExceptionally(
-                new RedisUnavailableException("Redis did not answer " + what + " within " + timeout
-                        + " (BatonOptions.commandTimeout)", null)), timeoutNanos, TimeUnit.NANOSECONDS);
+        Scheduler.Cancellable timer = scheduler.schedule(() -> {
+            if (result.completeExceptionally(new RedisUnavailableException("Redis did not answer " + what + " within "
+                    + Durations.readableNanos(boundNanos) + (boundNanos == timeoutNanos ? " (BatonOptions.commandTimeout)" : ""),
+                    null))) {
+                onTimeout.run();
+            }
+        }, boundNanos, TimeUnit.NANOSECONDS);
         sent.whenComplete((value, error) -> {
             timer.cancel();
             if (error == null) {
@@ -230,7 +341,8 @@ final class CommandExecutor {
     }
 
     private <T> CompletableFuture<Delivered<T>> dispatch(Script script, boolean bySha, Reply reply,
-                                                        List<String> keys, List<String> args) {
+                                                        List<String> keys, List<String> args,
+                                                        AtomicReference<AsyncCommand<String, String, T>> current) {
         CommandArgs<String, String> commandArgs = new CommandArgs<>(StringCodec.UTF8)
                 .add(bySha ? script.sha1() : script.text())
                 .add(keys.size());
@@ -244,6 +356,7 @@ final class CommandExecutor {
         CountingCommand<T> command = new CountingCommand<>(bySha ? CommandType.EVALSHA : CommandType.EVAL,
                 output(reply), commandArgs);
         AsyncCommand<String, String, T> async = new AsyncCommand<>(command);
+        current.set(async);
         try {
             connection.dispatch(async);
         } catch (RuntimeException e) {

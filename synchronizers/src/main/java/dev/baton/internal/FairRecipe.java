@@ -76,8 +76,8 @@ final class FairRecipe implements LockRecipe {
     }
 
     @Override
-    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs) {
-        return executor.evalTracked(Script.FAIR_RELEASE, CommandExecutor.Reply.INTEGER, keys,
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs, boolean cleanup) {
+        return executor.release(cleanup, Script.FAIR_RELEASE, CommandExecutor.Reply.INTEGER, keys,
                 List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), Long.toString(claimTimeoutMs)));
     }
 
@@ -90,11 +90,11 @@ final class FairRecipe implements LockRecipe {
     @Override
     public CompletableFuture<?> leave(String owner) {
         // Leaves the queue; a lock handed to us that we never learnt of (one hold) is passed on.
-        return release(owner, 1, claimTimeoutMs);
+        return release(owner, 1, claimTimeoutMs, true);
     }
 
     @Override
     public String toString() {
-        return "fair lock '" + name + "'";
+        return "fair lock";
     }
 }

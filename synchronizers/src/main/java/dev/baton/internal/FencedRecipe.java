@@ -45,8 +45,8 @@ final class FencedRecipe implements LockRecipe {
     }
 
     @Override
-    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs) {
-        return plain.release(owner, heldBefore, leaseMs);
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs, boolean cleanup) {
+        return plain.release(owner, heldBefore, leaseMs, cleanup);
     }
 
     @Override

@@ -19,6 +19,11 @@ final class Lease {
     volatile long lastRenewedNanos;
     /** The fencing token of the current hold (fenced locks only; 0 otherwise). */
     volatile long token;
+    /**
+     * The owner's last release got no answer: it may or may not have landed. The hold is kept
+     * so the owner can call unlock again; that call takes "nothing held" as this release.
+     */
+    volatile boolean releaseUnconfirmed;
     /** How the watchdog renews it. */
     volatile LockRecipe.Renewal renewal = LockRecipe.Renewal.HASH_FIELD;
 

@@ -24,8 +24,12 @@ final class Leases {
     private record Key(String key, String owner) {
     }
 
+    /** Why a lease was lost, and how many of its owner's holds have not reported it yet. */
+    private record LostHolds(String reason, int unreported) {
+    }
+
     private final ConcurrentHashMap<Key, Lease> live = new ConcurrentHashMap<>();
-    private final Cache<Key, String> lost = Caffeine.newBuilder()
+    private final Cache<Key, LostHolds> lost = Caffeine.newBuilder()
             .expireAfterWrite(LOST_MEMORY)
             .maximumSize(10_000)
             .build();
@@ -69,30 +73,54 @@ final class Leases {
         }
         lease.holds = holds;
         lease.leaseMs = leaseMs;
-        if (watchdog && !lease.watchdog) {
+        lease.releaseUnconfirmed = false;
+        if (watchdog) {
+            // Also after a final release that could not be confirmed stopped its renewal.
             lease.watchdog = true;
             registry.register(lease);
         }
         return lease;
     }
 
-    /**
-     * Forgets a lease before its last hold is released (or when Redis says it is gone), and
-     * stops renewing it.
-     */
+    /** Forgets a lease whose last hold was released (or that Redis says is gone), and stops renewing it. */
     void remove(Lease lease) {
         live.remove(new Key(lease.key, lease.owner), lease);
         registry.unregister(lease);
     }
 
-    /** Returns and forgets why the owner's lease on {@code key} was lost, or {@code null}. */
+    /**
+     * Stops renewing a lease whose last hold is being released, before the release is sent, so
+     * a renewal racing with it cannot find the lock gone and report a loss that did not happen.
+     */
+    void stopRenewing(Lease lease) {
+        registry.unregister(lease);
+    }
+
+    /**
+     * Why the owner's lease on {@code key} was lost, or {@code null}; every hold the owner had
+     * gets this answer once (its unlocks each report the loss), then it is forgotten.
+     */
     String takeLostReason(String key, String owner) {
         Key k = new Key(key, owner);
-        String reason = lost.getIfPresent(k);
-        if (reason != null) {
-            lost.invalidate(k);
+        LostHolds[] taken = new LostHolds[1];
+        lost.asMap().computeIfPresent(k, (key2, holds) -> {
+            taken[0] = holds;
+            return holds.unreported() > 1 ? new LostHolds(holds.reason(), holds.unreported() - 1) : null;
+        });
+        return taken[0] == null ? null : taken[0].reason();
+    }
+
+    /**
+     * A release found the owner's lease gone: the unlock that found it reports it, and the
+     * owner's other {@code otherHolds} holds report it on their unlocks.
+     */
+    void lostOnRelease(Lease lease, int otherHolds, String reason) {
+        Key k = new Key(lease.key, lease.owner);
+        live.remove(k, lease);
+        registry.unregister(lease);
+        if (otherHolds > 0) {
+            lost.put(k, new LostHolds(reason, otherHolds));
         }
-        return reason;
     }
 
     /** The renewal registry found a lease gone: move it to the lost memory and say so loudly. */
@@ -101,7 +129,7 @@ final class Leases {
         if (!live.remove(k, lease)) {
             return;
         }
-        lost.put(k, reason);
+        lost.put(k, new LostHolds(reason, Math.max(1, lease.holds)));
         log.warn("Lease lost: lock '{}' held by {}: {}", lease.key, lease.owner, reason);
         if (listener != null) {
             try {

@@ -57,8 +57,14 @@ interface LockRecipe {
      */
     CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait);
 
-    /** Runs the release script once; the reply is the holds left, or -1 if nothing was held. */
-    CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs);
+    /**
+     * Runs the release script; the reply is the holds left, or -1 if nothing was held. An
+     * owner's own release is re-sent on connection failures within the command timeout (it is
+     * idempotent by hold count, and the owner waits for it); a {@code cleanup} release (the undo
+     * of an unanswered acquire, a late grant given back) is sent once and kept in the
+     * connection's order, since the owner may already have moved on.
+     */
+    CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs, boolean cleanup);
 
     /** Deletes the lock whoever holds it; whether it was held. */
     CompletableFuture<Boolean> forceUnlock();

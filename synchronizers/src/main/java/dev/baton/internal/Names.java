@@ -44,6 +44,14 @@ final class Names {
         return hashTagged(name) + ":timeout";
     }
 
+    /**
+     * The request memory of a plain semaphore or a count-down latch (Baton's own; Redisson never
+     * reads it): {@code baton_requests:{name}}.
+     */
+    static String requests(String name) {
+        return "baton_requests:" + hashTagged(name);
+    }
+
     /** The read-write lock's channel, Redisson's: {@code redisson_rwlock:{name}}. */
     static String rwlockChannel(String name) {
         return "redisson_rwlock:" + hashTagged(name);

@@ -124,12 +124,24 @@ final class PubSubService implements AutoCloseable {
             if (channel == null) {
                 channel = new Channel(channelName, wakeRule);
                 channels.put(channelName, channel);
-                CompletableFuture<Void> sent = subscriber.subscribe(channelName);
-                channel.ready = executor.bounded(sent, "SUBSCRIBE " + channelName, channelName);
+                channel.ready = sendSubscribe(channelName);
+            } else if (channel.ready.isCompletedExceptionally()) {
+                // The last SUBSCRIBE failed (Redis unreachable) while waiters stayed: ask again.
+                channel.ready = sendSubscribe(channelName);
             }
             channel.add(waiter);
             return new Subscription(channel, waiter);
         }
+    }
+
+    private CompletableFuture<Void> sendSubscribe(String channelName) {
+        CompletableFuture<Void> sent;
+        try {
+            sent = subscriber.subscribe(channelName);
+        } catch (RuntimeException e) {
+            sent = CompletableFuture.failedFuture(e);
+        }
+        return executor.bounded(sent, "SUBSCRIBE " + channelName, channelName);
     }
 
     /** How many channels this client is subscribed to now (for tests and inspection). */

@@ -51,8 +51,8 @@ final class ReadLockRecipe implements LockRecipe {
     }
 
     @Override
-    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs) {
-        return executor.evalTracked(Script.RWLOCK_READ_RELEASE, CommandExecutor.Reply.INTEGER,
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs, boolean cleanup) {
+        return executor.release(cleanup, Script.RWLOCK_READ_RELEASE, CommandExecutor.Reply.INTEGER,
                 List.of(name, channel, Names.readHoldPrefix(name, owner), Names.hashTagged(name)),
                 List.of(owner, Integer.toString(heldBefore), FREE_MESSAGE));
     }

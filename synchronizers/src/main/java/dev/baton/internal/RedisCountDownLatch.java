@@ -35,13 +35,15 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
     private final BatonClient client;
     private final String name;
     private final String channel;
+    private final String requests;
     private final List<String> keys;
 
     RedisCountDownLatch(BatonClient client, String name) {
         this.client = client;
         this.name = Names.requireName(name);
         this.channel = Names.latchChannel(name);
-        this.keys = List.of(name, channel);
+        this.requests = Names.requests(name);
+        this.keys = List.of(name, channel, requests);
     }
 
     @Override
@@ -85,14 +87,22 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
         if (count < 1) {
             throw new IllegalArgumentException("count must be at least 1, was " + count);
         }
-        return client.executor().<Long>eval(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER, keys,
-                List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE)).thenApply(set -> set == 1L);
+        CommandExecutor executor = client.executor();
+        return executor.<Long>evalUntilAnswered(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER, keys,
+                        List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE, Requests.newId(),
+                                client.requests().memoryArg()), executor.timeout().toNanos())
+                .thenApply(set -> set.value() == 1L);
     }
 
     @Override
     public CompletionStage<Void> countDownAsync() {
-        return client.executor().<Long>eval(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER, keys,
-                List.of(ZERO_MESSAGE)).thenApply(left -> null);
+        client.checkOpen();
+        Requests ids = client.requests();
+        String id = Requests.newId();
+        return ids.<Long>deliver(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER, keys,
+                        List.of(ZERO_MESSAGE, id, ids.memoryArg(), ids.forgets(requests)), requests, id,
+                        "countDown of latch '" + name + "'")
+                .foreground().thenApply(left -> null);
     }
 
     @Override
@@ -134,6 +144,11 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
         private boolean sawPositive;
         private boolean gaveGrace;
         private String lastMessage;
+
+        @Override
+        public String description() {
+            return "awaiting count-down latch '" + name + "'";
+        }
 
         @Override
         public void messageSeen(String message) {

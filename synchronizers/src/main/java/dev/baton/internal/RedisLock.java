@@ -267,6 +267,11 @@ class RedisLock implements BatonLock {
         }
 
         @Override
+        public String description() {
+            return "acquiring " + recipe + " '" + name + "'";
+        }
+
+        @Override
         public void messageSeen(String message) {
             handedOver |= recipe.handedTo(owner, ticket, message);
         }
@@ -296,14 +301,14 @@ class RedisLock implements BatonLock {
         @Override
         public CompletableFuture<?> abandonUnknown() {
             // Undo the acquire if it ran: a release that expects one hold more than we had.
-            return recipe.release(owner, heldBefore + 1, lease.ms())
+            return recipe.release(owner, heldBefore + 1, lease.ms(), true)
                     .whenComplete((r, e) -> log.debug("undo of an unanswered acquire of '{}' by {}: {}", name, owner,
                             e == null ? "reply " + r.value() : e.toString()));
         }
 
         @Override
         public CompletableFuture<?> releaseGranted() {
-            return release(owner).exceptionally(e -> {
+            return release(owner, true).exceptionally(e -> {
                 log.debug("giving back a late grant of '{}' by {} failed", name, owner, e);
                 return null;
             });
@@ -334,39 +339,72 @@ class RedisLock implements BatonLock {
 
     private CompletableFuture<Void> release(long ownerId) {
         client.checkOpen();
-        return release(owner(ownerId));
+        return release(owner(ownerId), false);
     }
 
-    private CompletableFuture<Void> release(String owner) {
+    /**
+     * Releases one hold of {@code owner}. The owner's own unlock re-sends the release on
+     * connection failures within the command timeout (idempotent by hold count). If it still
+     * gets no answer, the hold is kept, marked unconfirmed, and the unlock throws
+     * RedisUnavailableException: the owner's next unlock sends the same release again and takes
+     * "nothing held" as the first one having landed. A final hold stops being renewed before
+     * its release is sent, so an unconfirmed final release still ends with the lease.
+     */
+    private CompletableFuture<Void> release(String owner, boolean cleanup) {
         Lease lease = client.leases().get(name, owner);
         if (lease == null) {
             String reason = client.leases().takeLostReason(name, owner);
             return CompletableFuture.failedFuture(reason != null
                     ? leaseLost(owner, reason)
-                    : new IllegalMonitorStateException("lock '" + name + "' is not held by owner " + owner));
+                    : new IllegalMonitorStateException(recipe + " '" + name + "' is not held by owner " + owner));
         }
         int heldBefore = lease.holds;
+        boolean unconfirmedBefore = lease.releaseUnconfirmed;
         if (heldBefore <= 1) {
-            // Stop renewing before the release is sent, so a renewal racing with it cannot
-            // find the lock gone and report a loss that did not happen.
-            client.leases().remove(lease);
-        } else {
-            lease.holds = heldBefore - 1;
+            client.leases().stopRenewing(lease);
         }
-        return recipe.release(owner, heldBefore, lease.leaseMs).thenApply(delivered -> {
+        lease.holds = heldBefore - 1;
+        return recipe.release(owner, heldBefore, lease.leaseMs, cleanup).handle((delivered, error) -> {
+            if (error != null) {
+                Throwable cause = CommandExecutor.unwrap(error);
+                if (cause instanceof dev.baton.ReplicaSyncException) {
+                    // Released on the master; too few replicas have it yet. The hold is over.
+                    if (heldBefore <= 1) {
+                        client.leases().remove(lease);
+                    }
+                    throw (dev.baton.ReplicaSyncException) cause;
+                }
+                if (!CommandExecutor.isConnectionFailure(cause)) {
+                    lease.holds = heldBefore;
+                    throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
+                }
+                lease.holds = heldBefore;
+                lease.releaseUnconfirmed = true;
+                throw new dev.baton.RedisUnavailableException("unlock of " + recipe + " '" + name + "' by " + owner
+                        + " could not be confirmed: " + cause.getMessage() + "; the hold is kept, and calling unlock "
+                        + "again completes the release" + (heldBefore <= 1
+                        ? " (renewal has stopped, so the lock also ends when its lease runs out)" : ""), cause);
+            }
             long left = delivered.value();
             if (left >= 0) {
+                lease.releaseUnconfirmed = false;
+                if (left == 0) {
+                    client.leases().remove(lease);
+                } else {
+                    lease.holds = (int) left;
+                }
                 return null;
             }
-            client.leases().remove(lease);
-            if (heldBefore == 1 && delivered.resent()) {
-                log.debug("release of '{}' by {} was re-sent after a lost reply; its first copy released it", name, owner);
+            if (heldBefore == 1 && (delivered.resent() || unconfirmedBefore)) {
+                client.leases().remove(lease);
+                log.debug("release of '{}' by {} found nothing held: an earlier copy of it released the lock", name, owner);
                 return null;
             }
-            throw leaseLost(owner, "its lease expired or the lock was deleted before unlock");
+            String reason = "its lease expired or the lock was deleted before unlock";
+            client.leases().lostOnRelease(lease, heldBefore - 1, reason);
+            throw leaseLost(owner, reason);
         });
     }
-
 
     private LeaseLostException leaseLost(String owner, String reason) {
         return new LeaseLostException(name, "lock '" + name + "' was held by " + owner + " but its lease was lost: " + reason);
@@ -391,10 +429,20 @@ class RedisLock implements BatonLock {
             return name;
         }
 
+        /** Releases once; a close that failed on Redis may be called again and completes the release. */
         @Override
         public void close() {
-            if (closed.compareAndSet(false, true)) {
+            if (closed.get()) {
+                return;
+            }
+            try {
                 Blocking.join(release(ownerId));
+                closed.set(true);
+            } catch (dev.baton.RedisUnavailableException e) {
+                throw e; // still open: a second close() sends the release again
+            } catch (RuntimeException e) {
+                closed.set(true);
+                throw e;
             }
         }
     }

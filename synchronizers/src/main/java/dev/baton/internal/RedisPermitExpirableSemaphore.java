@@ -137,7 +137,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public boolean delete() {
         return Blocking.join(client.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
-                List.of(name, channel, Names.expirablePermits(name)), List.of())) == 1L;
+                List.of(name, channel, Names.expirablePermits(name), Names.requests(name)), List.of())) == 1L;
     }
 
     @Override
@@ -186,11 +186,31 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
                 List.of(op, Integer.toString(n), MAX_PERMITS));
     }
 
-    /** Releases by id; true if it was held. A "not held" answer to a re-sent copy is our own first copy's work. */
+    /**
+     * Releases by id, re-sent on connection failures within the command timeout; true if it was
+     * held. A "not held" answer is taken as our own work when an earlier copy may have run: a
+     * re-sent copy, or a release of this id that could not be confirmed before (the caller
+     * called release again, as the exception told it to).
+     */
     private CompletableFuture<Boolean> sendRelease(String permitId) {
-        requireId(permitId);
-        return client.executor().<Long>evalTracked(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys,
-                List.of(permitId)).thenApply(d -> d.value() == 1L || d.resent());
+        String id = requireId(permitId);
+        CommandExecutor executor = client.executor();
+        Requests requests = client.requests();
+        return executor.<Long>evalUntilAnswered(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys,
+                List.of(id), executor.timeout().toNanos()).handle((d, error) -> {
+                    if (error == null) {
+                        boolean unconfirmed = requests.takeUnconfirmed(name + "\u0000" + id);
+                        return d.value() == 1L || d.resent() || unconfirmed;
+                    }
+                    Throwable cause = CommandExecutor.unwrap(error);
+                    if (CommandExecutor.isConnectionFailure(cause)) {
+                        requests.markUnconfirmed(name + "\u0000" + id);
+                        throw new dev.baton.RedisUnavailableException("release of permit " + id + " of semaphore '" + name
+                                + "' could not be confirmed: " + cause.getMessage() + "; calling release again with "
+                                + "the same id completes it", cause);
+                    }
+                    throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
+                });
     }
 
     private static final java.util.regex.Pattern PERMIT_ID = java.util.regex.Pattern.compile("[0-9a-fA-F]{32}");
@@ -220,9 +240,13 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         return client.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
     }
 
-    /** One acquisition of one permit, under an id chosen up front. */
+    /**
+     * One acquisition of one permit. Each attempt picks a new id, so the undo of an attempt
+     * whose reply never came (a release of that id) can never give back a permit a later
+     * attempt took; {@link #id} is the granted one in the end.
+     */
     private final class PermitAttempt implements AcquireEngine.Attempt {
-        final String id = UUID.randomUUID().toString().replace("-", "");
+        volatile String id;
         private final String leaseMs;
         private final SemaphoreWaits.DeletionWatch deletion = new SemaphoreWaits.DeletionWatch();
 
@@ -231,10 +255,17 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         }
 
         @Override
+        public String description() {
+            return "acquiring a permit of semaphore '" + name + "'";
+        }
+
+        @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             client.checkOpen();
+            String attemptId = UUID.randomUUID().toString().replace("-", "");
+            id = attemptId;
             return client.executor().<List<Object>>eval(Script.EXPIRABLE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
-                    List.of(id, leaseMs)).thenApply(reply -> {
+                    List.of(attemptId, leaseMs)).thenApply(reply -> {
                         if ((Long) reply.get(0) == 1L) {
                             return AcquireEngine.Outcome.GRANTED;
                         }
@@ -256,7 +287,9 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         }
 
         private CompletableFuture<?> giveBack() {
-            return sendRelease(id).exceptionally(e -> {
+            // Sent once and kept in the connection's order (a release by id is harmless late).
+            return client.executor().<Long>evalCleanup(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys,
+                    List.of(id)).exceptionally(e -> {
                 log.warn("giving back permit {} of '{}' failed; it returns when its lease ends", id, name, e);
                 return null;
             });

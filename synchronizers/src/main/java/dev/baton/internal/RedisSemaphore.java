@@ -3,14 +3,12 @@ package dev.baton.internal;
 import dev.baton.BatonSemaphore;
 import dev.baton.SemaphorePermits;
 import dev.baton.lua.Script;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 /*
  * The semaphore recipe: Redisson's RSemaphore layout (available permits in a string at the
@@ -18,26 +16,32 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * acquire engine for waiting. A release of k permits announces the new count c and wakes up to
  * c local waiters: enough to use every permit, not a herd.
  *
- * There is no holder to remember, so an acquire whose reply was lost cannot be told apart from
- * one that never ran, and a re-sent copy takes its permits twice. That is documented; the
- * permit-expirable semaphore, whose permits have ids, has neither problem.
+ * There is no holder in that layout, so every change that must count once goes as an
+ * exactly-once request (see Requests): each acquire attempt has its own id and an attempt
+ * whose reply never came is cancelled by that id (its permits come back if it took them, and a
+ * late copy takes nothing); each release has one id for all its copies, and one that is not
+ * confirmed in time is finished in the background. Redisson clients on the same name read and
+ * change the same count and never see the request memory.
  */
 final class RedisSemaphore implements BatonSemaphore {
-    private static final Logger log = LoggerFactory.getLogger(RedisSemaphore.class);
     private static final String MAX_PERMITS = Integer.toString(Integer.MAX_VALUE);
 
     private final BatonClient client;
     private final String name;
     private final String channel;
+    private final String requests;
     private final List<String> nameOnly;
-    private final List<String> withChannel;
+    private final List<String> acquireKeys;
+    private final List<String> changeKeys;
 
     RedisSemaphore(BatonClient client, String name) {
         this.client = client;
         this.name = Names.requireName(name);
         this.channel = Names.semaphoreChannel(name);
+        this.requests = Names.requests(name);
         this.nameOnly = List.of(name);
-        this.withChannel = List.of(name, channel);
+        this.acquireKeys = List.of(name, requests);
+        this.changeKeys = List.of(name, channel, requests);
     }
 
     @Override
@@ -81,21 +85,54 @@ final class RedisSemaphore implements BatonSemaphore {
 
     @Override
     public SemaphorePermits acquirePermits(int permits) throws InterruptedException {
-        acquire(permits);
-        AtomicBoolean closed = new AtomicBoolean();
-        return new SemaphorePermits() {
-            @Override
-            public int permits() {
-                return permits;
-            }
+        SemaphoreWaits.requirePermits(permits);
+        PermitsAttempt attempt = new PermitsAttempt(permits);
+        Blocking.awaitInterruptibly(() -> start(attempt, -1), client.cleanupNanos());
+        return new Permits(permits, Requests.newId());
+    }
 
-            @Override
-            public void close() {
-                if (closed.compareAndSet(false, true)) {
-                    release(permits);
+    /**
+     * Permits as a handle. Its release has one request id, so closing it again after a failure
+     * waits for the same release (still being sent in the background) instead of sending another.
+     */
+    private final class Permits implements SemaphorePermits {
+        private final int permits;
+        private final String releaseId;
+        private final AtomicReference<Requests.Delivery<Long>> release = new AtomicReference<>();
+
+        Permits(int permits, String releaseId) {
+            this.permits = permits;
+            this.releaseId = releaseId;
+        }
+
+        @Override
+        public int permits() {
+            return permits;
+        }
+
+        @Override
+        public void close() {
+            Requests.Delivery<Long> sent = release.get();
+            if (sent == null) {
+                Requests.Delivery<Long> fresh = add(permits, releaseId, "release of " + permits + " permits of semaphore '" + name + "'");
+                if (release.compareAndSet(null, fresh)) {
+                    Blocking.join(fresh.foreground());
+                    return;
                 }
+                sent = release.get();
             }
-        };
+            Blocking.join(executorBound(sent.landed()));
+        }
+    }
+
+    /** Waits for a release already under way at most one command timeout. */
+    private CompletableFuture<Long> executorBound(CompletableFuture<Long> landed) {
+        return landed.orTimeout(client.options().commandTimeout().toNanos(), TimeUnit.NANOSECONDS)
+                .exceptionallyCompose(e -> CompletableFuture.failedFuture(
+                        CommandExecutor.unwrap(e) instanceof java.util.concurrent.TimeoutException
+                                ? new dev.baton.RedisUnavailableException("the release of semaphore '" + name
+                                + "' is still not confirmed; Baton keeps sending it in the background", null)
+                                : CommandExecutor.unwrap(e)));
     }
 
     @Override
@@ -148,7 +185,8 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public CompletionStage<Void> releaseAsync(int permits) {
         SemaphoreWaits.requirePermits(permits);
-        return add(permits);
+        return add(permits, Requests.newId(), "release of " + permits + " permits of semaphore '" + name + "'")
+                .foreground().thenApply(count -> null);
     }
 
     @Override
@@ -162,13 +200,20 @@ final class RedisSemaphore implements BatonSemaphore {
         if (permits < 0) {
             throw new IllegalArgumentException("permits must not be negative, was " + permits);
         }
-        return client.executor().<Long>eval(Script.SEMAPHORE_TRY_SET, CommandExecutor.Reply.INTEGER, withChannel,
-                List.of(Integer.toString(permits))).thenApply(set -> set == 1L);
+        CommandExecutor executor = client.executor();
+        return executor.<Long>evalUntilAnswered(Script.SEMAPHORE_TRY_SET, CommandExecutor.Reply.INTEGER, changeKeys,
+                        List.of(Integer.toString(permits), Requests.newId(), client.requests().memoryArg()),
+                        executor.timeout().toNanos())
+                .thenApply(set -> set.value() == 1L);
     }
 
     @Override
     public CompletionStage<Void> addPermitsAsync(int permits) {
-        return add(permits);
+        if (permits == 0) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return add(permits, Requests.newId(), "adding " + permits + " permits to semaphore '" + name + "'")
+                .foreground().thenApply(count -> null);
     }
 
     @Override
@@ -180,36 +225,53 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public CompletionStage<Boolean> deleteAsync() {
         return client.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
-                List.of(name, channel, Names.expirablePermits(name)), List.of()).thenApply(deleted -> deleted == 1L);
+                List.of(name, channel, Names.expirablePermits(name), requests), List.of()).thenApply(deleted -> deleted == 1L);
     }
 
-    private CompletableFuture<Void> add(int permits) {
-        return client.executor().<Long>eval(Script.SEMAPHORE_ADD, CommandExecutor.Reply.INTEGER, withChannel,
-                List.of(Integer.toString(permits), MAX_PERMITS)).thenApply(count -> null);
+    /** Adds permits (a release, addPermits, a late grant given back) as one exactly-once request. */
+    private Requests.Delivery<Long> add(int permits, String id, String what) {
+        client.checkOpen();
+        Requests ids = client.requests();
+        return ids.deliver(Script.SEMAPHORE_ADD, CommandExecutor.Reply.INTEGER, changeKeys,
+                List.of(Integer.toString(permits), MAX_PERMITS, id, ids.memoryArg(), ids.forgets(requests)),
+                requests, id, what);
     }
-
-
 
     private AcquireEngine.Acquisition start(int permits, long waitNanos) {
-        client.checkOpen();
-        return client.engine().acquire(new PermitsAttempt(permits), channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
+        return start(new PermitsAttempt(permits), waitNanos);
     }
 
-    /** One acquisition's attempts to take its permits. */
+    private AcquireEngine.Acquisition start(PermitsAttempt attempt, long waitNanos) {
+        client.checkOpen();
+        return client.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
+    }
+
+    /** One acquisition's attempts to take its permits; each attempt is a request of its own. */
     private final class PermitsAttempt implements AcquireEngine.Attempt {
         private final int permits;
         private final SemaphoreWaits.DeletionWatch deletion = new SemaphoreWaits.DeletionWatch();
+        /** The id of the latest attempt (the granted one, once granted). */
+        private String id;
 
         PermitsAttempt(int permits) {
             this.permits = permits;
         }
 
         @Override
+        public String description() {
+            return "acquiring " + permits + (permits == 1 ? " permit" : " permits") + " of semaphore '" + name + "'";
+        }
+
+        @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             client.checkOpen();
-            return client.executor().<List<Object>>eval(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY, nameOnly,
-                    List.of(Integer.toString(permits))).thenApply(reply -> {
+            String attemptId = Requests.newId();
+            id = attemptId;
+            Requests ids = client.requests();
+            return client.executor().<List<Object>>eval(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY, acquireKeys,
+                    List.of(Integer.toString(permits), attemptId, ids.memoryArg(), ids.forgets(requests))).thenApply(reply -> {
                         if ((Long) reply.get(0) == 1L) {
+                            ids.answered(requests, attemptId);
                             return AcquireEngine.Outcome.GRANTED;
                         }
                         deletion.check(name, (Long) reply.get(1) == 1L);
@@ -219,17 +281,17 @@ final class RedisSemaphore implements BatonSemaphore {
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
-            log.warn("an acquire of {} permits of semaphore '{}' got no reply; if it ran, those permits are taken "
-                    + "and will not come back by themselves", permits, name);
-            return CompletableFuture.completedFuture(null);
+            // Cancel the attempt by its id: permits it took come back, a late copy takes none.
+            Requests ids = client.requests();
+            return ids.deliver(Script.SEMAPHORE_CANCEL, CommandExecutor.Reply.INTEGER, changeKeys,
+                    List.of(Integer.toString(permits), id, ids.memoryArg()), requests, id,
+                    "cancelling an unanswered acquire of " + permits + " permits of semaphore '" + name + "'").foreground();
         }
 
         @Override
         public CompletableFuture<?> releaseGranted() {
-            return add(permits).exceptionally(e -> {
-                log.warn("giving back {} permits of semaphore '{}' taken after the wait was abandoned failed", permits, name, e);
-                return null;
-            });
+            return add(permits, Requests.newId(), "giving back " + permits + " permits of semaphore '" + name
+                    + "' taken after the wait was abandoned").foreground();
         }
     }
 

@@ -48,8 +48,8 @@ final class ReentrantRecipe implements LockRecipe {
     }
 
     @Override
-    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs) {
-        return executor.evalTracked(Script.LOCK_RELEASE, CommandExecutor.Reply.INTEGER, releaseKeys,
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs, boolean cleanup) {
+        return executor.release(cleanup, Script.LOCK_RELEASE, CommandExecutor.Reply.INTEGER, releaseKeys,
                 List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), UNLOCK_MESSAGE));
     }
 
@@ -61,6 +61,6 @@ final class ReentrantRecipe implements LockRecipe {
 
     @Override
     public String toString() {
-        return "reentrant lock";
+        return "lock";
     }
 }

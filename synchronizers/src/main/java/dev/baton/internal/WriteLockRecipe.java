@@ -60,8 +60,8 @@ final class WriteLockRecipe implements LockRecipe {
     }
 
     @Override
-    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String writer, int heldBefore, long leaseMs) {
-        return executor.evalTracked(Script.RWLOCK_WRITE_RELEASE, CommandExecutor.Reply.INTEGER, List.of(name, channel),
+    public CompletableFuture<CommandExecutor.Delivered<Long>> release(String writer, int heldBefore, long leaseMs, boolean cleanup) {
+        return executor.release(cleanup, Script.RWLOCK_WRITE_RELEASE, CommandExecutor.Reply.INTEGER, List.of(name, channel),
                 List.of(Long.toString(leaseMs), writer, Integer.toString(heldBefore), WAKE_ALL_MESSAGE));
     }
 
@@ -74,7 +74,7 @@ final class WriteLockRecipe implements LockRecipe {
     @Override
     public CompletableFuture<?> leave(String writer) {
         // A writer that gives up takes its mark with it (only if the mark is its own).
-        return executor.eval(Script.RWLOCK_WRITER_LEAVE, CommandExecutor.Reply.INTEGER, List.of(keys.get(1)), List.of(writer));
+        return executor.evalCleanup(Script.RWLOCK_WRITER_LEAVE, CommandExecutor.Reply.INTEGER, List.of(keys.get(1)), List.of(writer));
     }
 
     @Override

@@ -21,7 +21,7 @@ final class Await {
                 last = e;
             }
             try {
-                Thread.sleep(25);
+                Thread.sleep(10);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while waiting for " + what.get(), e);

@@ -218,7 +218,15 @@ public final class RedisServer implements AutoCloseable {
 
     /** Waits, at most 10 s, until exactly {@code expected} clients are subscribed to {@code channel}. */
     public void awaitSubscribers(String channel, long expected) {
-        Await.until(java.time.Duration.ofSeconds(10),
+        awaitSubscribers(channel, expected, java.time.Duration.ofSeconds(10));
+    }
+
+    /**
+     * Waits at most {@code within} until exactly {@code expected} clients are subscribed to
+     * {@code channel}; for checking a promised bound, not only "eventually".
+     */
+    public void awaitSubscribers(String channel, long expected, java.time.Duration within) {
+        Await.until(within,
                 () -> channel + " to have " + expected + " subscribers (has " + subscribers(channel) + ")",
                 () -> subscribers(channel) == expected);
     }

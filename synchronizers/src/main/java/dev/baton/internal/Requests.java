@@ -1,0 +1,171 @@
+package dev.baton.internal;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.baton.RedisUnavailableException;
+import dev.baton.lua.Script;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Queue;
+import java.util.StringJoiner;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/*
+ * Exactly-once requests, for the operations whose Redis layout (Redisson's) has no owner to
+ * check a repeated command against: the plain semaphore's acquire, release and addPermits, the
+ * latch's countDown, and both trySet calls. Locks need none of this (their scripts compare hold
+ * counts) and neither does the permit-expirable semaphore (its permits have ids).
+ *
+ * A request carries a random id. Its script remembers the id in a small sorted set beside the
+ * synchronizer, "baton_requests:{name}" (id -> expiry by the server's clock), written in the
+ * same atomic script as the change itself, and does nothing for an id it remembers. So every
+ * copy of one request counts once: copies Lettuce re-sends after a reconnect, copies Baton
+ * re-sends after a failure, and copies that were on the wire when the caller gave up and ran
+ * when Redis came back. An acquire that got no reply is undone by its id (semaphore_cancel),
+ * which also marks the id cancelled, so a copy that arrives after the undo takes nothing.
+ *
+ * How long an id is remembered bounds how far apart two copies may run: the memory is the
+ * background horizon below plus four command timeouts. To keep the set small on a busy
+ * semaphore, a client tells the script, on its next call on the same name, which of its earlier
+ * requests were answered; those can have no further copy, so the script forgets them at once.
+ * The set then holds about one id per request in flight, not one per request in the memory.
+ *
+ * Releases are never silently lost: a release (or countDown) that is not confirmed within the
+ * command timeout is reported to the caller (RedisUnavailableException), and Baton keeps
+ * sending the same request in the background until Redis answers it or the horizon, the
+ * larger of 60 s and ten command timeouts, has passed; only then is it logged at ERROR as
+ * possibly lost.
+ */
+final class Requests {
+    private static final Logger log = LoggerFactory.getLogger(Requests.class);
+
+    /** How many answered ids one call asks its script to forget, at most. */
+    private static final int FORGET_PER_CALL = 16;
+    /** How many answered ids a client remembers per name, waiting to be forgotten. */
+    private static final int ANSWERED_PER_NAME = 256;
+
+    /** One request sent: the caller's view (bounded by the command timeout) and when it landed. */
+    record Delivery<T>(CompletableFuture<T> foreground, CompletableFuture<T> landed) {
+    }
+
+    private final CommandExecutor executor;
+    private final Scheduler scheduler;
+    private final long timeoutNanos;
+    private final long horizonNanos;
+    private final long memoryMs;
+    private final Cache<String, Queue<String>> answered;
+    private final Cache<String, Boolean> unconfirmed;
+
+    Requests(CommandExecutor executor, Scheduler scheduler, Duration commandTimeout) {
+        this.executor = executor;
+        this.scheduler = scheduler;
+        this.timeoutNanos = commandTimeout.toNanos();
+        this.horizonNanos = Math.max(TimeUnit.SECONDS.toNanos(60), 10 * timeoutNanos);
+        this.memoryMs = TimeUnit.NANOSECONDS.toMillis(horizonNanos + 4 * timeoutNanos);
+        this.answered = Caffeine.newBuilder().expireAfterAccess(Duration.ofMillis(memoryMs)).maximumSize(10_000).build();
+        this.unconfirmed = Caffeine.newBuilder().expireAfterWrite(Duration.ofMillis(memoryMs)).maximumSize(10_000).build();
+    }
+
+    /**
+     * Remembers that a release the caller may repeat (a permit id's) got no answer: when the
+     * repeat finds nothing to release, the first one had landed.
+     */
+    void markUnconfirmed(String release) {
+        unconfirmed.put(release, Boolean.TRUE);
+    }
+
+    /** Whether {@code release} was left unconfirmed before; forgets it. */
+    boolean takeUnconfirmed(String release) {
+        return unconfirmed.asMap().remove(release) != null;
+    }
+
+    /** A new request id: 64 random bits as 16 hex characters. */
+    static String newId() {
+        String hex = Long.toHexString(ThreadLocalRandom.current().nextLong());
+        return "0".repeat(16 - hex.length()) + hex;
+    }
+
+    /** How long a script remembers an id, in ms, as the script argument. */
+    String memoryArg() {
+        return Long.toString(memoryMs);
+    }
+
+    /** How long Baton keeps sending an unconfirmed release in the background. */
+    Duration horizon() {
+        return Duration.ofNanos(horizonNanos);
+    }
+
+    /** Ids of this client's answered requests on {@code requestsKey} for the script to forget, space-separated. */
+    String forgets(String requestsKey) {
+        Queue<String> queue = answered.getIfPresent(requestsKey);
+        if (queue == null) {
+            return "";
+        }
+        StringJoiner ids = new StringJoiner(" ");
+        String id;
+        for (int i = 0; i < FORGET_PER_CALL && (id = queue.poll()) != null; i++) {
+            ids.add(id);
+        }
+        return ids.toString();
+    }
+
+    /** The request's reply arrived: no copy of it can come any more, so its id may be forgotten. */
+    void answered(String requestsKey, String id) {
+        Queue<String> queue = answered.get(requestsKey, k -> new ConcurrentLinkedQueue<>());
+        if (queue.size() < ANSWERED_PER_NAME) {
+            queue.add(id);
+        }
+    }
+
+    /**
+     * Sends a request that must land exactly once (a release, a countDown, an undo). The
+     * foreground re-sends it on connection failures within the command timeout; if it is still
+     * not answered, the caller hears so and the same request is sent on in the background until
+     * answered or the horizon passes.
+     */
+    <T> Delivery<T> deliver(Script script, CommandExecutor.Reply reply, List<String> keys, List<String> args,
+                            String requestsKey, String id, String what) {
+        long started = scheduler.nanoTime();
+        CompletableFuture<T> landed = new CompletableFuture<>();
+        CompletableFuture<T> foreground = new CompletableFuture<>();
+        executor.<T>evalUntilAnswered(script, reply, keys, args, timeoutNanos).whenComplete((delivered, error) -> {
+            if (error == null) {
+                answered(requestsKey, id);
+                foreground.complete(delivered.value());
+                landed.complete(delivered.value());
+                return;
+            }
+            Throwable cause = CommandExecutor.unwrap(error);
+            if (!CommandExecutor.isConnectionFailure(cause)) {
+                foreground.completeExceptionally(cause);
+                landed.completeExceptionally(cause);
+                return;
+            }
+            long left = horizonNanos - (scheduler.nanoTime() - started);
+            foreground.completeExceptionally(new RedisUnavailableException(what + " was not confirmed within "
+                    + Durations.readableNanos(scheduler.nanoTime() - started) + ": " + cause.getMessage()
+                    + "; Baton keeps sending it in the background for up to " + Durations.readableNanos(left)
+                    + " and it counts once, so do not repeat it", cause));
+            log.warn("{} not confirmed within the command timeout; Baton keeps sending it (it counts once) for up to {}",
+                    what, Durations.readableNanos(left));
+            executor.<T>evalUntilAnswered(script, reply, keys, args, left).whenComplete((late, lateError) -> {
+                if (lateError == null) {
+                    answered(requestsKey, id);
+                    log.info("{} confirmed after {}", what, Durations.readableNanos(scheduler.nanoTime() - started));
+                    landed.complete(late.value());
+                } else {
+                    log.error("{} could not be confirmed within {}; if Redis never ran it, it is lost: {}", what,
+                            Durations.readableNanos(horizonNanos), CommandExecutor.unwrap(lateError).getMessage());
+                    landed.completeExceptionally(CommandExecutor.unwrap(lateError));
+                }
+            });
+        });
+        return new Delivery<>(foreground, landed);
+    }
+}
