@@ -340,9 +340,16 @@ final class AcquireEngine {
         private void addCleanup(CompletableFuture<?> dispatched) {
             CompletableFuture<?> before = cleanup;
             cleanup = CompletableFuture.allOf(before.handle((ok, e) -> null), dispatched.handle((ok, e) -> {
-                if (e != null) {
-                    log.warn("{}: clean-up after the wait failed: {}", attempt.description(),
-                            CommandExecutor.unwrap(e).toString());
+                if (e == null) {
+                    return null;
+                }
+                Throwable cause = CommandExecutor.unwrap(e);
+                if (CommandExecutor.isConnectionFailure(cause)) {
+                    // Still in line on the connection (or re-sent by its recipe): it lands when
+                    // Redis answers again. Recipes log what could be lost.
+                    log.debug("{}: clean-up not answered yet: {}", attempt.description(), cause.getMessage());
+                } else {
+                    log.warn("{}: clean-up after the wait failed: {}", attempt.description(), cause.toString());
                 }
                 return null;
             }));

@@ -3,8 +3,6 @@ package dev.baton.internal;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.ExpirablePermit;
 import dev.baton.lua.Script;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.util.List;
 import java.util.Objects;
@@ -27,7 +25,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * or the re-check bound, whichever comes first.
  */
 final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemaphore {
-    private static final Logger log = LoggerFactory.getLogger(RedisPermitExpirableSemaphore.class);
     private static final String NO_EXPIRY = "-1";
     private static final String MAX_PERMITS = Integer.toString(Integer.MAX_VALUE);
 
@@ -287,12 +284,10 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         }
 
         private CompletableFuture<?> giveBack() {
-            // Sent once and kept in the connection's order (a release by id is harmless late).
-            return client.executor().<Long>evalCleanup(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys,
-                    List.of(id)).exceptionally(e -> {
-                log.warn("giving back permit {} of '{}' failed; it returns when its lease ends", id, name, e);
-                return null;
-            });
+            // A release by this attempt's own id: harmless however late it lands, so it is sent
+            // until answered (in the background past the command timeout), never lost.
+            return client.requests().deliver(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys, List.of(id),
+                    null, id, "giving back permit " + id + " of semaphore '" + name + "'").foreground();
         }
     }
 

@@ -114,7 +114,7 @@ final class RedisSemaphore implements BatonSemaphore {
         public void close() {
             Requests.Delivery<Long> sent = release.get();
             if (sent == null) {
-                Requests.Delivery<Long> fresh = add(permits, releaseId, "release of " + permits + " permits of semaphore '" + name + "'");
+                Requests.Delivery<Long> fresh = add(permits, releaseId, "release of " + permitsWord(permits) + " of semaphore '" + name + "'");
                 if (release.compareAndSet(null, fresh)) {
                     Blocking.join(fresh.foreground());
                     return;
@@ -185,7 +185,7 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public CompletionStage<Void> releaseAsync(int permits) {
         SemaphoreWaits.requirePermits(permits);
-        return add(permits, Requests.newId(), "release of " + permits + " permits of semaphore '" + name + "'")
+        return add(permits, Requests.newId(), "release of " + permitsWord(permits) + " of semaphore '" + name + "'")
                 .foreground().thenApply(count -> null);
     }
 
@@ -212,7 +212,7 @@ final class RedisSemaphore implements BatonSemaphore {
         if (permits == 0) {
             return CompletableFuture.completedFuture(null);
         }
-        return add(permits, Requests.newId(), "adding " + permits + " permits to semaphore '" + name + "'")
+        return add(permits, Requests.newId(), "adding " + permitsWord(permits) + " to semaphore '" + name + "'")
                 .foreground().thenApply(count -> null);
     }
 
@@ -259,7 +259,7 @@ final class RedisSemaphore implements BatonSemaphore {
 
         @Override
         public String description() {
-            return "acquiring " + permits + (permits == 1 ? " permit" : " permits") + " of semaphore '" + name + "'";
+            return "acquiring " + permitsWord(permits) + " of semaphore '" + name + "'";
         }
 
         @Override
@@ -285,14 +285,18 @@ final class RedisSemaphore implements BatonSemaphore {
             Requests ids = client.requests();
             return ids.deliver(Script.SEMAPHORE_CANCEL, CommandExecutor.Reply.INTEGER, changeKeys,
                     List.of(Integer.toString(permits), id, ids.memoryArg()), requests, id,
-                    "cancelling an unanswered acquire of " + permits + " permits of semaphore '" + name + "'").foreground();
+                    "cancelling an unanswered acquire of " + permitsWord(permits) + " of semaphore '" + name + "'").foreground();
         }
 
         @Override
         public CompletableFuture<?> releaseGranted() {
-            return add(permits, Requests.newId(), "giving back " + permits + " permits of semaphore '" + name
+            return add(permits, Requests.newId(), "giving back " + permitsWord(permits) + " of semaphore '" + name
                     + "' taken after the wait was abandoned").foreground();
         }
+    }
+
+    private static String permitsWord(int permits) {
+        return permits + (permits == 1 ? " permit" : " permits");
     }
 
     @Override

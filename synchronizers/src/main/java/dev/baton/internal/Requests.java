@@ -127,7 +127,8 @@ final class Requests {
      * Sends a request that must land exactly once (a release, a countDown, an undo). The
      * foreground re-sends it on connection failures within the command timeout; if it is still
      * not answered, the caller hears so and the same request is sent on in the background until
-     * answered or the horizon passes.
+     * answered or the horizon passes. {@code requestsKey} is null for a request whose script is
+     * idempotent by other means (a release by permit id): nothing is then remembered to forget.
      */
     <T> Delivery<T> deliver(Script script, CommandExecutor.Reply reply, List<String> keys, List<String> args,
                             String requestsKey, String id, String what) {
@@ -136,7 +137,9 @@ final class Requests {
         CompletableFuture<T> foreground = new CompletableFuture<>();
         executor.<T>evalUntilAnswered(script, reply, keys, args, timeoutNanos).whenComplete((delivered, error) -> {
             if (error == null) {
-                answered(requestsKey, id);
+                if (requestsKey != null) {
+                    answered(requestsKey, id);
+                }
                 foreground.complete(delivered.value());
                 landed.complete(delivered.value());
                 return;
@@ -156,7 +159,9 @@ final class Requests {
                     what, Durations.readableNanos(left));
             executor.<T>evalUntilAnswered(script, reply, keys, args, left).whenComplete((late, lateError) -> {
                 if (lateError == null) {
-                    answered(requestsKey, id);
+                    if (requestsKey != null) {
+                        answered(requestsKey, id);
+                    }
                     log.info("{} confirmed after {}", what, Durations.readableNanos(scheduler.nanoTime() - started));
                     landed.complete(late.value());
                 } else {

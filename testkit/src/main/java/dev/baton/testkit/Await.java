@@ -4,12 +4,16 @@ import java.time.Duration;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
-/** Polls a condition until it holds or a deadline passes; every fixture wait is bounded. */
-final class Await {
+/**
+ * Polls a condition until it holds or a deadline passes; every fixture wait is bounded. For
+ * state that only Redis can show (no signal exists in the client), checked every 10 ms.
+ */
+public final class Await {
     private Await() {
     }
 
-    static void until(Duration timeout, Supplier<String> what, BooleanSupplier condition) {
+    /** Waits until {@code condition} holds; fails naming {@code what} when {@code timeout} passes first. */
+    public static void until(Duration timeout, Supplier<String> what, BooleanSupplier condition) {
         long deadline = System.nanoTime() + timeout.toNanos();
         RuntimeException last = null;
         while (System.nanoTime() < deadline) {
@@ -27,6 +31,6 @@ final class Await {
                 throw new IllegalStateException("interrupted while waiting for " + what.get(), e);
             }
         }
-        throw new IllegalStateException("timed out after " + timeout + " waiting for " + what.get(), last);
+        throw new AssertionError("timed out after " + timeout + " waiting for " + what.get(), last);
     }
 }

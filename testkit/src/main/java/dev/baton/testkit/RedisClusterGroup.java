@@ -52,7 +52,7 @@ public final class RedisClusterGroup implements AutoCloseable {
             Await.until(Duration.ofSeconds(30), () -> "cluster_state:ok on every node",
                     () -> nodes.stream().allMatch(n -> ((String) n.command("CLUSTER", "INFO")).contains("cluster_state:ok")));
             return new RedisClusterGroup(List.copyOf(masters), List.copyOf(nodes));
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | AssertionError e) {
             nodes.forEach(RedisServer::close);
             throw e;
         }

@@ -61,7 +61,7 @@ public final class RedisSentinelGroup implements AutoCloseable {
                         });
             }
             return new RedisSentinelGroup(master, List.copyOf(replicas), List.copyOf(sentinels));
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | AssertionError e) {
             all.forEach(RedisServer::close);
             throw e;
         }
