@@ -237,7 +237,24 @@ final class AcquireEngine {
                 finish(false, e);
                 return;
             }
-            tried.whenComplete(this::afterAttempt);
+            tried.whenComplete((outcome, error) -> guarded(() -> afterAttempt(outcome, error)));
+        }
+
+        /**
+         * Runs one step of the loop from a completion callback; an unexpected exception (a bug,
+         * or a recipe failing in a way it should not) ends the wait with it instead of leaving
+         * the caller waiting on a chain that silently stopped.
+         */
+        private void guarded(Runnable next) {
+            try {
+                next.run();
+            } catch (RuntimeException | Error e) {
+                log.error("{}: unexpected failure in the wait loop", attempt.description(), e);
+                if (!result.isDone()) {
+                    result.completeExceptionally(e);
+                    settled.complete(null);
+                }
+            }
         }
 
         private void afterAttempt(Outcome outcome, Throwable error) {
@@ -284,7 +301,7 @@ final class AcquireEngine {
                 return;
             }
             subscription = s;
-            s.ready().whenComplete((ok, e) -> {
+            s.ready().whenComplete((ok, e) -> guarded(() -> {
                 if (e == null) {
                     attempt.subscribed();
                     step();
@@ -299,7 +316,7 @@ final class AcquireEngine {
                 subscription = null;
                 addCleanup(s.close());
                 retry(cause);
-            });
+            }));
         }
 
         /** Whether a failure is one a wait with a budget rides through, with budget left. */
@@ -327,14 +344,14 @@ final class AcquireEngine {
                 bell.complete(null);
             }
             Scheduler.Cancellable timer = scheduler.schedule(() -> bell.complete(null), waitNanos, TimeUnit.NANOSECONDS);
-            bell.whenComplete((ok, e) -> {
+            bell.whenComplete((ok, e) -> guarded(() -> {
                 timer.cancel();
                 parked = null;
                 if (waiter != null) {
                     waiter.consume();
                 }
                 step();
-            });
+            }));
         }
 
         private void addCleanup(CompletableFuture<?> dispatched) {
@@ -344,9 +361,9 @@ final class AcquireEngine {
                     return null;
                 }
                 Throwable cause = CommandExecutor.unwrap(e);
-                if (CommandExecutor.isConnectionFailure(cause)) {
+                if (CommandExecutor.isConnectionFailure(cause) || cause instanceof IllegalStateException) {
                     // Still in line on the connection (or re-sent by its recipe): it lands when
-                    // Redis answers again. Recipes log what could be lost.
+                    // Redis answers again; recipes log what could be lost. Or the client closed.
                     log.debug("{}: clean-up not answered yet: {}", attempt.description(), cause.getMessage());
                 } else {
                     log.warn("{}: clean-up after the wait failed: {}", attempt.description(), cause.toString());

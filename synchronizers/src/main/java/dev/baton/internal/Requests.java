@@ -165,9 +165,15 @@ final class Requests {
                     log.info("{} confirmed after {}", what, Durations.readableNanos(scheduler.nanoTime() - started));
                     landed.complete(late.value());
                 } else {
-                    log.error("{} could not be confirmed within {}; if Redis never ran it, it is lost: {}", what,
-                            Durations.readableNanos(horizonNanos), CommandExecutor.unwrap(lateError).getMessage());
-                    landed.completeExceptionally(CommandExecutor.unwrap(lateError));
+                    Throwable last = CommandExecutor.unwrap(lateError);
+                    if (last instanceof IllegalStateException) {
+                        log.error("{} was not confirmed before this client was closed; if Redis never ran it, it is lost",
+                                what);
+                    } else {
+                        log.error("{} could not be confirmed within {}; if Redis never ran it, it is lost: {}", what,
+                                Durations.readableNanos(horizonNanos), last.getMessage());
+                    }
+                    landed.completeExceptionally(last);
                 }
             });
         });

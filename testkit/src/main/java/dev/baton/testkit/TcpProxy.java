@@ -29,6 +29,7 @@ public final class TcpProxy implements AutoCloseable {
     private final AtomicBoolean dropNextReply = new AtomicBoolean();
     private volatile long latencyNanos;
     private volatile boolean blackhole;
+    private volatile boolean dropReplies;
     private volatile boolean refuse;
     private volatile boolean closed;
 
@@ -77,9 +78,27 @@ public final class TcpProxy implements AutoCloseable {
         }
     }
 
+    /**
+     * Resets every current connection (RST, as a killed peer or a crashed middlebox does: the
+     * client sees "Connection reset" rather than an orderly close); new ones are still accepted.
+     */
+    public void resetAll() {
+        for (Pipe pipe : pipes) {
+            pipe.reset();
+        }
+    }
+
     /** While on, bytes in both directions are discarded and connections stay open. */
     public void setBlackhole(boolean on) {
         blackhole = on;
+    }
+
+    /**
+     * While on, bytes from the server are discarded and connections stay open, while commands
+     * still reach the server: every command runs, no reply arrives.
+     */
+    public void setDropReplies(boolean on) {
+        dropReplies = on;
     }
 
     /** While on, new connections are closed as soon as they are accepted. */
@@ -154,7 +173,7 @@ public final class TcpProxy implements AutoCloseable {
                         cutAll();
                         return;
                     }
-                    if (blackhole) {
+                    if (blackhole || (fromServer && dropReplies)) {
                         continue;
                     }
                     long delay = latencyNanos;
@@ -169,6 +188,16 @@ public final class TcpProxy implements AutoCloseable {
             } finally {
                 close();
             }
+        }
+
+        void reset() {
+            try {
+                client.setSoLinger(true, 0);
+                server.setSoLinger(true, 0);
+            } catch (IOException ignored) {
+                // closed already
+            }
+            close();
         }
 
         void close() {
