@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -95,11 +96,7 @@ class FaultTest {
                         done.incrementAndGet();
                         passes++;
                     } finally {
-                        try {
-                            lock.unlock();
-                        } catch (RedisUnavailableException | IllegalMonitorStateException e) {
-                            // reply lost to the fault; the release is delivered on reconnect or expires
-                        }
+                        unlockAsTheJavadocSays(lock);
                     }
                 }
                 return null;
@@ -115,6 +112,23 @@ class FaultTest {
         assertEquals(0, overlaps.get(), "two holders at once");
         int failedFast = failures.values().stream().mapToInt(Integer::intValue).sum();
         return new Work(done.get(), failedFast, timedOut.get(), failures);
+    }
+
+    /**
+     * An unlock that fails on the connection keeps the hold: call it again (BatonLock#unlock).
+     * An IllegalMonitorStateException here would be a false report and fails the test.
+     */
+    private static void unlockAsTheJavadocSays(BatonLock lock) {
+        for (int tries = 0; ; tries++) {
+            try {
+                lock.unlock();
+                return;
+            } catch (RedisUnavailableException e) {
+                if (tries >= 20) {
+                    throw e;
+                }
+            }
+        }
     }
 
     @Test
@@ -161,7 +175,7 @@ class FaultTest {
                 long start = System.nanoTime();
                 assertThrows(RedisUnavailableException.class, lock::tryLock);
                 long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-                assertTrue(tookMs < TIMEOUT.toMillis() + 5_000, "failed after " + tookMs + " ms, not hung");
+                assertTrue(tookMs <= Bounds.failure(TIMEOUT).toMillis(), "failed after " + tookMs + " ms");
             } finally {
                 redis.resume();
             }
@@ -203,7 +217,9 @@ class FaultTest {
                 lock.unlock();
                 proxy.setLatency(Duration.ZERO);
                 proxy.setBlackhole(true); // bytes vanish, nothing is closed
+                long start = System.nanoTime();
                 assertThrows(RedisUnavailableException.class, lock::tryLock);
+                assertTrue(System.nanoTime() - start <= Bounds.failure(TIMEOUT).toNanos(), "within the timeout");
                 proxy.setBlackhole(false);
                 proxy.cutAll(); // the stuck connection is dropped; Lettuce reconnects
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
@@ -221,55 +237,74 @@ class FaultTest {
     }
 
     @Test
-    void anEmptyRestartWhileLocksPermitsAndLatchesAreHeldAndAwaitedHangsNothing() {
-        assertTimeoutPreemptively(NO_HANG, () -> {
-            AtomicInteger lost = new AtomicInteger();
-            Baton holder = clients.open(BatonOptions.builder().redisUri(redis.uri()).commandTimeout(TIMEOUT)
-                    .watchdogTimeout(Duration.ofMillis(1_500)).leaseLostListener((n, o, r) -> lost.incrementAndGet()).build());
-            Baton waiting = open(redis.uri());
-            holder.lock("r-lock").lock();
-            holder.semaphore("r-sem").trySetPermits(1);
-            holder.semaphore("r-sem").acquire();
-            holder.countDownLatch("r-latch").trySetCount(2);
-            List<Future<?>> waits = List.of(
-                    threads.submit(() -> waiting.lock("r-lock").tryLock(20, TimeUnit.SECONDS)),
-                    threads.submit(() -> waiting.semaphore("r-sem").tryAcquire(20, TimeUnit.SECONDS)),
-                    threads.submit(() -> waiting.countDownLatch("r-latch").await(20, TimeUnit.SECONDS)));
-            redis.awaitSubscribers("redisson_lock__channel:{r-lock}", 1);
-            redis.awaitSubscribers("redisson_sc:{r-sem}", 1);
-            redis.awaitSubscribers("redisson_countdownlatch__channel__{r-latch}", 1);
-            redis.restart();
-            for (Future<?> wait : waits) {
-                try {
-                    wait.get(40, TimeUnit.SECONDS); // an answer or a clear exception, never a hang
-                } catch (java.util.concurrent.ExecutionException e) {
-                    assertTrue(e.getCause() instanceof BatonException, "unexpected: " + e.getCause());
-                }
-            }
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (lost.get() == 0 && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
-            assertEquals(1, lost.get(), "the held watchdog lock was reported lost");
+    void anEmptyRestartWhileLocksPermitsAndLatchesAreHeldAndAwaitedHangsNothing() throws Exception {
+        Duration watchdog = Duration.ofMillis(1_500);
+        CompletableFuture<Long> lost = new CompletableFuture<>();
+        Baton holder = clients.open(BatonOptions.builder().redisUri(redis.uri()).commandTimeout(TIMEOUT)
+                .watchdogTimeout(watchdog).leaseLostListener((n, o, r) -> lost.complete(System.nanoTime())).build());
+        Baton waiting = open(redis.uri());
+        holder.lock("r-lock").lock();
+        holder.semaphore("r-sem").trySetPermits(1);
+        holder.semaphore("r-sem").acquire();
+        holder.countDownLatch("r-latch").trySetCount(2);
+        Future<Long> lockWaiter = threads.submit(() -> {
+            assertTrue(waiting.lock("r-lock").tryLock(20, TimeUnit.SECONDS), "the lock waiter gets the lock");
+            return System.nanoTime();
         });
+        Future<Long> semaphoreWaiter = threads.submit(() -> {
+            SynchronizerDeletedException e = assertThrows(SynchronizerDeletedException.class,
+                    () -> waiting.semaphore("r-sem").tryAcquire(20, TimeUnit.SECONDS));
+            assertEquals("r-sem", e.name());
+            return System.nanoTime();
+        });
+        Future<Long> latchWaiter = threads.submit(() -> {
+            assertTrue(waiting.countDownLatch("r-latch").await(20, TimeUnit.SECONDS), "the latch wait ends as at zero");
+            return System.nanoTime();
+        });
+        redis.awaitSubscribers("redisson_lock__channel:{r-lock}", 1);
+        redis.awaitSubscribers("redisson_sc:{r-sem}", 1);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{r-latch}", 1);
+        redis.restart();
+        long restarted = System.nanoTime();
+        // A restart drops the subscriptions; re-subscribing wakes every waiter to re-check at once
+        // (PubSubService). The lock waiter would also re-check at the lease it saw (1.5 s); the
+        // semaphore and latch waiters at their 5 s re-check. Each is held to the shorter bound.
+        assertTrue(lockWaiter.get(20, TimeUnit.SECONDS) - restarted <= Bounds.within(watchdog).toNanos(),
+                "the lock waiter within the lease it saw");
+        Duration recheck = Duration.ofSeconds(BatonSemaphore.RECHECK_SECONDS);
+        assertTrue(semaphoreWaiter.get(20, TimeUnit.SECONDS) - restarted <= Bounds.within(recheck).toNanos(),
+                "the semaphore waiter within its re-check bound");
+        assertTrue(latchWaiter.get(20, TimeUnit.SECONDS) - restarted <= Bounds.within(recheck).toNanos(),
+                "the latch waiter within its re-check bound");
+        // The holder is told at its next renewal: every third of the watchdog timeout.
+        assertTrue(lost.get(20, TimeUnit.SECONDS) - restarted <= Bounds.within(watchdog.dividedBy(3)).toNanos(),
+                "the lost lease is reported within a third of the watchdog timeout");
     }
 
     @Test
-    void closeLeavesNoThreadOrConnectionBehind() throws InterruptedException {
+    void closeLeavesNoThreadOrConnectionBehind() throws Exception {
         long clientsBefore = connectedClients();
+        Baton other = Baton.create(BatonOptions.create(redis.uri()));
+        other.lock("tidy-held").lock();
         Baton baton = Baton.create(BatonOptions.create(redis.uri()));
         BatonLock lock = baton.lock("tidy");
         lock.lock();
         baton.semaphore("tidy-s").trySetPermits(1);
+        Future<?> waiter = threads.submit(() -> baton.lock("tidy-held").lock());
+        redis.awaitSubscribers("redisson_lock__channel:{tidy-held}", 1);
         assertTrue(connectedClients() > clientsBefore);
         baton.close();
+        java.util.concurrent.ExecutionException closed = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> waiter.get(10, TimeUnit.SECONDS));
+        assertTrue(closed.getCause() instanceof IllegalStateException, String.valueOf(closed.getCause()));
+        other.close();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while ((connectedClients() > clientsBefore || batonThreads() > 0) && System.nanoTime() < deadline) {
             Thread.sleep(10); // polling the server's client count; no signal exists for it
         }
         assertEquals(clientsBefore, connectedClients(), "connections left open");
         assertEquals(0, batonThreads(), "Baton threads left running");
-        assertFalse(redis.subscribers("redisson_lock__channel:{tidy}") > 0);
+        assertEquals(0L, redis.subscribers("redisson_lock__channel:{tidy-held}"), "the waiter's subscription is gone");
     }
 
     private long connectedClients() {

@@ -1,8 +1,8 @@
 package dev.baton;
 
+import dev.baton.testkit.Await;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import dev.baton.testkit.TcpProxy;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -64,7 +64,11 @@ class SemaphoreTest {
                 for (int i = 0; i < 100; i++) {
                     holder.hold(() -> {
                         most.accumulateAndGet(inside.incrementAndGet(), Math::max);
-                        Thread.yield();
+                        try {
+                            Thread.sleep(2); // hold the permit, so holders overlap and an extra one is seen
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
                         inside.decrementAndGet();
                     });
                 }
@@ -74,8 +78,7 @@ class SemaphoreTest {
         for (Future<?> w : workers) {
             w.get(2, TimeUnit.MINUTES);
         }
-        assertTrue(most.get() <= permits, "at most " + permits + " holders, saw " + most.get());
-        assertTrue(most.get() >= 2, "the test really ran holders concurrently");
+        assertEquals(permits, most.get(), "every permit in use at once, and never more holders than permits");
     }
 
     @Test
@@ -191,10 +194,9 @@ class SemaphoreTest {
         awaitQuiet("evalsha");
         redis.command("CONFIG", "RESETSTAT");
         a.semaphore("gate").release(2);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (got.get() < 2 && System.nanoTime() < deadline) {
-            Thread.sleep(5);
-        }
+        Await.until(Bounds.WAKE, () -> "two waiters to get a permit (" + got.get() + ")", () -> got.get() == 2);
+        // Count only once every attempt the release caused has landed, losers' included.
+        awaitQuiet("evalsha");
         assertEquals(2, got.get());
         // The release and two woken waiters: 3. A waking that reaches a waiter whose own attempt
         // won meanwhile is passed on (at most one more). Waking all four would be 5 or more.
@@ -202,20 +204,6 @@ class SemaphoreTest {
         a.semaphore("gate").release(2);
         for (Future<?> w : waiting) {
             w.get(10, TimeUnit.SECONDS);
-        }
-    }
-
-    @Test
-    void aLostReplyNeverTakesASecondExpirablePermit() throws Exception {
-        try (TcpProxy proxy = TcpProxy.start(redis.host(), redis.port());
-             Baton viaProxy = Baton.create(BatonOptions.builder().redisUri(proxy.uri()).commandTimeout(Duration.ofSeconds(5)).build())) {
-            a.permitExpirableSemaphore("once").trySetPermits(3);
-            proxy.dropNextReplyAndCut();
-            String id = viaProxy.permitExpirableSemaphore("once").acquire(30, TimeUnit.SECONDS);
-            assertEquals(2, a.permitExpirableSemaphore("once").availablePermits(), "one permit, not two");
-            assertEquals(1L, redis.command("ZCARD", "{once}:timeout"));
-            viaProxy.permitExpirableSemaphore("once").release(id);
-            assertEquals(3, a.permitExpirableSemaphore("once").availablePermits());
         }
     }
 

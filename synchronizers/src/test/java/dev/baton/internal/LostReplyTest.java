@@ -3,6 +3,7 @@ package dev.baton.internal;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
+import dev.baton.lua.Script;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import dev.baton.testkit.TcpProxy;
@@ -23,6 +24,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Redis and run, then drops its reply and cuts the connection. Lettuce reconnects and sends
  * the command again, so the script runs twice for one call. The hold counts in Redis must come
  * out as if it had run once, and no call may report a false error.
+ *
+ * <p>Every script is loaded before each test, so the dropped reply is the script's own (not a
+ * NOSCRIPT that would make the client send EVAL instead), and each test checks that Redis ran
+ * the script twice: the re-sent copy really reached the script.
  */
 @ExtendWith(RedisExtension.class)
 class LostReplyTest {
@@ -37,6 +42,9 @@ class LostReplyTest {
     @BeforeEach
     void open() {
         redis.command("FLUSHALL");
+        for (Script script : Script.values()) {
+            redis.command("SCRIPT", "LOAD", script.text());
+        }
         proxy = TcpProxy.start(redis.host(), redis.port());
         baton = Baton.create(BatonOptions.builder().redisUri(proxy.uri()).commandTimeout(Duration.ofSeconds(5)).build());
     }
@@ -47,6 +55,17 @@ class LostReplyTest {
         proxy.close();
     }
 
+    /** Drops the reply of the next command and counts how often Redis runs EVALSHA meanwhile. */
+    private void dropNextReply() {
+        redis.command("CONFIG", "RESETSTAT");
+        proxy.dropNextReplyAndCut();
+    }
+
+    private void assertRanTwice() {
+        assertEquals(2L, redis.calls("evalsha"), "the script ran, its reply was lost, and the copy ran again");
+        assertEquals(0L, redis.calls("eval"), "no NOSCRIPT detour");
+    }
+
     private String hold(BatonLock lock) {
         return (String) redis.command("HGET", lock.getName(), baton.clientId() + ":" + Thread.currentThread().getId());
     }
@@ -55,8 +74,9 @@ class LostReplyTest {
     void aResentAcquireAddsNoPhantomHold() {
         BatonLock lock = baton.lock("acquire-twice");
         lock.lock();
-        proxy.dropNextReplyAndCut();
+        dropNextReply();
         lock.lock(); // runs twice in Redis: 1 -> 2, then the copy finds 2 and leaves it
+        assertRanTwice();
         assertEquals("2", hold(lock));
         lock.unlock();
         lock.unlock();
@@ -66,8 +86,9 @@ class LostReplyTest {
     @Test
     void aResentFirstAcquireHoldsOnce() {
         BatonLock lock = baton.lock("first-twice");
-        proxy.dropNextReplyAndCut();
+        dropNextReply();
         lock.lock();
+        assertRanTwice();
         assertEquals("1", hold(lock));
         lock.unlock();
         assertEquals(0L, redis.command("EXISTS", "first-twice"));
@@ -78,8 +99,9 @@ class LostReplyTest {
         BatonLock lock = baton.lock("release-twice");
         lock.lock();
         lock.lock();
-        proxy.dropNextReplyAndCut();
+        dropNextReply();
         lock.unlock(); // runs twice: 2 -> 1, then the copy finds 1 and leaves it
+        assertRanTwice();
         assertEquals("1", hold(lock));
         assertTrue(lock.isHeldByCurrentThread());
         lock.unlock();
@@ -90,10 +112,45 @@ class LostReplyTest {
     void aResentFinalReleaseReportsNoFalseIllegalMonitorState() {
         BatonLock lock = baton.lock("final-twice");
         lock.lock();
-        proxy.dropNextReplyAndCut();
-        lock.unlock(); // the copy finds nothing held: that is our own first copy's work
+        dropNextReply();
+        lock.unlock(); // returns normally: the copy finds nothing held, which is our own first copy's work
+        assertRanTwice();
         assertNull(hold(lock));
         assertFalse(lock.isLocked());
         assertTrue(proxy.connectionsAccepted() > 2, "the proxy really cut the connection");
+    }
+
+    @Test
+    void aResentSemaphoreAcquireOrReleaseCountsOnce() throws Exception {
+        baton.semaphore("permits-twice").trySetPermits(3);
+        dropNextReply();
+        assertTrue(baton.semaphore("permits-twice").tryAcquire(2));
+        assertRanTwice();
+        assertEquals("1", redis.command("GET", "permits-twice"), "two permits taken, not four");
+        dropNextReply();
+        baton.semaphore("permits-twice").release(2);
+        assertRanTwice();
+        assertEquals("3", redis.command("GET", "permits-twice"), "two permits back, not four");
+    }
+
+    @Test
+    void aResentCountDownCountsOnce() {
+        baton.countDownLatch("count-twice").trySetCount(3);
+        dropNextReply();
+        baton.countDownLatch("count-twice").countDown();
+        assertRanTwice();
+        assertEquals("2", redis.command("GET", "count-twice"), "counted once");
+    }
+
+    @Test
+    void aResentExpirableAcquireTakesOnePermit() throws Exception {
+        baton.permitExpirableSemaphore("once").trySetPermits(3);
+        dropNextReply();
+        String id = baton.permitExpirableSemaphore("once").acquire(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertRanTwice();
+        assertEquals("2", redis.command("GET", "once"), "one permit, not two");
+        assertEquals(1L, redis.command("ZCARD", "{once}:timeout"));
+        baton.permitExpirableSemaphore("once").release(id);
+        assertEquals("3", redis.command("GET", "once"));
     }
 }
