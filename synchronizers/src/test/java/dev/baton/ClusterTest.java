@@ -23,24 +23,27 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Baton on a 3-master Redis Cluster started by the fixture. */
+/**
+ * Baton on a 3-master Redis Cluster started by the fixture. Names are chosen by the slot of the
+ * key each synchronizer really uses (its name), so every kind is exercised on every master.
+ */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ClusterTest {
-    /** Two names per master (slots 0-5460, 5461-10922, 10923-16383 as the fixture splits them). */
-    private static final List<String> NAMES = namesOverAllMasters();
+    private static final Duration TIMEOUT = Duration.ofSeconds(2);
 
-    private static List<String> namesOverAllMasters() {
-        List<String> names = new ArrayList<>();
-        int[] perThird = new int[3];
-        for (int i = 0; names.size() < 6; i++) {
-            String name = "job-" + i;
-            int third = Math.min(2, io.lettuce.core.cluster.SlotHash.getSlot(name) * 3 / 16_384);
-            if (perThird[third] < 2) {
-                perThird[third]++;
-                names.add(name);
+    /** The master (0, 1, 2) that owns a key, as the fixture splits the slots into thirds. */
+    private static int masterOf(String key) {
+        return Math.min(2, io.lettuce.core.cluster.SlotHash.getSlot(key) * 3 / 16_384);
+    }
+
+    /** The first name {@code prefix-<i>} whose key lives on {@code master}. */
+    private static String nameOn(int master, String prefix) {
+        for (int i = 0; ; i++) {
+            String name = prefix + "-" + i;
+            if (masterOf(name) == master) {
+                return name;
             }
         }
-        return List.copyOf(names);
     }
 
     private RedisClusterGroup cluster;
@@ -66,38 +69,52 @@ class ClusterTest {
     }
 
     @Test
-    void namesSpreadOverEveryMasterAndEachSynchronizerWorksThere() throws Exception {
+    void everyKindWorksAndWakesOnEveryMaster() throws Exception {
         Set<Integer> owners = new HashSet<>();
-        for (String name : NAMES) {
-            long slot = (Long) cluster.nodes().get(0).command("CLUSTER", "KEYSLOT", name);
-            owners.add(ownerOf(slot));
+        for (int master = 0; master < 3; master++) {
+            String name = nameOn(master, "job");
+            owners.add(ownerOf((Long) cluster.nodes().get(0).command("CLUSTER", "KEYSLOT", name)));
             BatonLock lock = a.lock(name);
             lock.lock();
             assertFalse(threads.submit(() -> b.lock(name).tryLock()).get());
-            Future<Boolean> waiter = threads.submit(() -> {
+            Future<Long> waiter = threads.submit(() -> {
                 BatonLock theirs = b.lock(name);
-                boolean got = theirs.tryLock(15, TimeUnit.SECONDS);
-                if (got) {
-                    theirs.unlock();
-                }
+                assertTrue(theirs.tryLock(15, TimeUnit.SECONDS));
+                long got = System.nanoTime();
+                theirs.unlock();
                 return got;
             });
             awaitSubscribed("redisson_lock__channel:{" + name + "}");
+            long released = System.nanoTime();
             lock.unlock();
-            assertTrue(waiter.get(12, TimeUnit.SECONDS), "woken across the cluster on " + name);
+            assertTrue(waiter.get(15, TimeUnit.SECONDS) - released <= Bounds.within(Bounds.WAKE).toNanos(),
+                    "woken by the release (sharded pub/sub on Redis 7+) on master " + master);
 
-            BatonSemaphore semaphore = a.semaphore(name + ":permits");
-            semaphore.trySetPermits(1);
-            assertTrue(b.semaphore(name + ":permits").tryAcquire());
-            assertFalse(a.semaphore(name + ":permits").tryAcquire());
-            b.semaphore(name + ":permits").release();
+            String permits = nameOn(master, "permits");
+            a.semaphore(permits).trySetPermits(0);
+            Future<Long> permitWaiter = threads.submit(() -> {
+                assertTrue(b.semaphore(permits).tryAcquire(15, TimeUnit.SECONDS));
+                return System.nanoTime();
+            });
+            awaitSubscribed("redisson_sc:{" + permits + "}");
+            long added = System.nanoTime();
+            a.semaphore(permits).release();
+            assertTrue(permitWaiter.get(15, TimeUnit.SECONDS) - added <= Bounds.within(Bounds.WAKE).toNanos(),
+                    "a semaphore waiter woken on master " + master);
+            assertEquals(0, a.semaphore(permits).availablePermits());
 
-            BatonCountDownLatch latch = a.countDownLatch(name + ":done");
+            String done = nameOn(master, "done");
+            BatonCountDownLatch latch = a.countDownLatch(done);
             latch.trySetCount(1);
-            Future<Boolean> awaiting = threads.submit(() -> b.countDownLatch(name + ":done").await(15, TimeUnit.SECONDS));
-            awaitSubscribed("redisson_countdownlatch__channel__{" + name + ":done}");
+            Future<Long> awaiting = threads.submit(() -> {
+                assertTrue(b.countDownLatch(done).await(15, TimeUnit.SECONDS));
+                return System.nanoTime();
+            });
+            awaitSubscribed("redisson_countdownlatch__channel__{" + done + "}");
+            long counted = System.nanoTime();
             latch.countDown();
-            assertTrue(awaiting.get(12, TimeUnit.SECONDS));
+            assertTrue(awaiting.get(15, TimeUnit.SECONDS) - counted <= Bounds.within(Bounds.WAKE).toNanos(),
+                    "a latch waiter woken on master " + master);
         }
         assertEquals(3, owners.size(), "the names cover all three masters");
     }
@@ -113,7 +130,7 @@ class ClusterTest {
             workers.add(threads.submit(() -> {
                 for (int i = 0; i < 150; i++) {
                     int k = i % 3;
-                    BatonLock lock = client.lock(NAMES.get(2 * k) + ":rmw");
+                    BatonLock lock = client.lock(nameOn(k, "rmw"));
                     lock.lock();
                     try {
                         if (inside[k].incrementAndGet() > 1) {
@@ -138,41 +155,79 @@ class ClusterTest {
     }
 
     @Test
-    void aMasterRestartedDuringTheRunLeavesNoHungCall() {
-        assertTimeoutPreemptively(Duration.ofSeconds(90), () -> {
-            RedisServer victim = cluster.masters().get(1);
-            List<Future<Integer>> workers = new ArrayList<>();
-            for (int t = 0; t < 4; t++) {
-                Baton client = t % 2 == 0 ? a : b;
-                workers.add(threads.submit(() -> {
-                    int done = 0;
-                    for (int i = 0; i < 60; i++) {
-                        BatonLock lock = client.lock(NAMES.get(i % NAMES.size()) + ":restart");
-                        try {
-                            if (lock.tryLock(2, 10, TimeUnit.SECONDS)) {
-                                lock.unlock();
-                                done++;
-                            }
-                        } catch (RedisUnavailableException | IllegalMonitorStateException e) {
-                            // the restarted master's slots were unreachable, or its data (a lease) was lost
+    void aMasterRestartedEmptyDuringTheRunFailsOnlyItsOwnNamesAndEveryCallEndsInItsBound() throws Exception {
+        int victimIndex = 1;
+        RedisServer victim = cluster.masters().get(victimIndex);
+        // With Redis's default (cluster-require-full-coverage yes) a master down without a
+        // replica makes the whole cluster answer CLUSTERDOWN, which Baton reports as
+        // RedisUnavailableException for every name (docs/topologies.md). Without it, only the
+        // down master's slots fail, which is what this test pins down.
+        for (RedisServer node : cluster.nodes()) {
+            node.command("CONFIG", "SET", "cluster-require-full-coverage", "no");
+        }
+        Duration wait = Duration.ofSeconds(2);
+        long bound = Bounds.failure(TIMEOUT, wait).toNanos();
+        AtomicInteger healthyPasses = new AtomicInteger();
+        AtomicInteger victimPasses = new AtomicInteger();
+        java.util.Map<String, Integer> failures = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.List<String> wrong = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Future<?>> workers = new ArrayList<>();
+        long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(6);
+        for (int t = 0; t < 6; t++) {
+            Baton client = t % 2 == 0 ? a : b;
+            int master = t % 3;
+            boolean onVictim = master == victimIndex;
+            String lockName = nameOn(master, "restart-lock");
+            String semName = nameOn(master, "restart-sem");
+            String latchName = nameOn(master, "restart-latch");
+            client.semaphore(semName).trySetPermits(2);
+            workers.add(threads.submit(() -> {
+                for (int i = 0; i < 10_000 && System.nanoTime() < stopAt; i++) {
+                    long begun = System.nanoTime();
+                    try {
+                        BatonLock lock = client.lock(lockName);
+                        if (lock.tryLock(wait.toMillis(), 10_000, TimeUnit.MILLISECONDS)) {
+                            lock.unlock();
+                        }
+                        BatonSemaphore semaphore = client.semaphore(semName);
+                        if (semaphore.tryAcquire(wait.toMillis(), TimeUnit.MILLISECONDS)) {
+                            semaphore.release();
+                        }
+                        client.countDownLatch(latchName).trySetCount(1);
+                        client.countDownLatch(latchName).countDown();
+                        (onVictim ? victimPasses : healthyPasses).incrementAndGet();
+                    } catch (RedisUnavailableException | LeaseLostException | SynchronizerDeletedException e) {
+                        // Documented outcomes while a master restarts empty: unreachable, its
+                        // leases lost, its semaphores gone. Only for names on that master.
+                        failures.merge(e.getClass().getSimpleName(), 1, Integer::sum);
+                        if (!onVictim) {
+                            wrong.add("a name on healthy master " + master + " failed: " + e);
                         }
                     }
-                    return done;
-                }));
-            }
-            Thread.sleep(200);
-            victim.restart();
-            int total = 0;
-            for (Future<Integer> w : workers) {
-                total += w.get(80, TimeUnit.SECONDS);
-            }
-            assertTrue(total > 0, "work went on");
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (!((String) victim.command("CLUSTER", "INFO")).contains("cluster_state:ok") && System.nanoTime() < deadline) {
-                Thread.sleep(50);
-            }
-            assertTrue(b.lock(NAMES.get(2) + ":after-restart").tryLock(10, 10, TimeUnit.SECONDS), "the cluster serves again");
-        });
+                    if (System.nanoTime() - begun > 3 * bound) {
+                        wrong.add("one pass (three calls) took " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begun) + " ms");
+                    }
+                }
+                return null;
+            }));
+        }
+        Thread.sleep(500);
+        int healthyBefore = healthyPasses.get();
+        victim.restart();
+        for (Future<?> w : workers) {
+            w.get(60, TimeUnit.SECONDS);
+        }
+        System.out.println("[cluster] passes on healthy masters " + healthyPasses.get() + ", on the restarted one "
+                + victimPasses.get() + "; failures " + failures);
+        assertEquals(List.of(), wrong);
+        assertTrue(healthyPasses.get() > healthyBefore, "work went on on the other masters");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!((String) victim.command("CLUSTER", "INFO")).contains("cluster_state:ok") && System.nanoTime() < deadline) {
+            Thread.sleep(50); // polling the node's own view; no signal exists for it
+        }
+        String probe = nameOn(victimIndex, "after-restart");
+        assertTrue(b.lock(probe).tryLock(10, 10, TimeUnit.SECONDS), "the restarted master serves again");
+        b.lock(probe).unlock();
     }
 
     /**

@@ -1,6 +1,7 @@
 package dev.baton;
 
 import dev.baton.lua.Script;
+import dev.baton.testkit.Await;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
@@ -122,27 +123,38 @@ class FairLockTest {
 
     @Test
     void aDeadWaiterIsSkippedAndTheQueueMovesOn() throws Exception {
-        BatonLock holder = a.fairLock("dead");
+        // The promise: the queue moves on within 4/3 of the waiter timeout after a hand-off to a
+        // dead waiter (its claim timeout runs out, then the next waiter's check-in, every third
+        // of the timeout, takes the lock).
+        Duration waiterTimeout = Duration.ofMillis(1_500);
+        BatonOptions options = BatonOptions.builder().redisUri(redis.uri()).fairLockWaiterTimeout(waiterTimeout).build();
+        Baton releasing = clients.open(options);
+        Baton waiting = clients.open(options);
+        BatonLock holder = releasing.fairLock("dead");
         holder.lock();
         // A waiter whose process died right after queueing: it never checks in again.
         List<String> keys = List.of("dead", "baton_fair_queue:{dead}", "baton_fair_waiters:{dead}",
                 "baton_fair_lock:{dead}", "baton_fair_ticket:{dead}");
         List<String> command = new ArrayList<>(List.of("EVAL", Script.FAIR_ACQUIRE.text(), "5"));
         command.addAll(keys);
-        command.addAll(List.of("30000", "crashed-client:1", "0", "1500", "1500", "1", "publish"));
+        command.addAll(List.of("30000", "crashed-client:1", "0", Long.toString(waiterTimeout.toMillis()),
+                Long.toString(waiterTimeout.toMillis()), "1", "publish"));
         redis.command(command.toArray(String[]::new));
         awaitQueued("dead", 1);
-        Future<Boolean> live = threads.submit(() -> {
-            BatonLock lock = b.fairLock("dead");
-            boolean got = lock.tryLock(20, TimeUnit.SECONDS);
-            if (got) {
-                lock.unlock();
-            }
+        Future<Long> live = threads.submit(() -> {
+            BatonLock lock = waiting.fairLock("dead");
+            assertTrue(lock.tryLock(20, TimeUnit.SECONDS), "the live waiter got the lock after the dead one was skipped");
+            long got = System.nanoTime();
+            lock.unlock();
             return got;
         });
         awaitQueued("dead", 2);
         holder.unlock(); // hands the lock to the dead waiter, which never claims it
-        assertTrue(live.get(25, TimeUnit.SECONDS), "the live waiter got the lock after the dead one was skipped");
+        long handedOff = System.nanoTime();
+        long movedOnAfter = live.get(25, TimeUnit.SECONDS) - handedOff;
+        Duration promised = waiterTimeout.plus(waiterTimeout.dividedBy(3));
+        assertTrue(movedOnAfter <= Bounds.within(promised).toNanos(), "the queue moved on after "
+                + TimeUnit.NANOSECONDS.toMillis(movedOnAfter) + " ms, promised " + promised.toMillis() + " ms");
         assertEquals(0L, redis.command("HEXISTS", "dead", "crashed-client:1"));
     }
 
@@ -150,8 +162,9 @@ class FairLockTest {
     void timedOutAndInterruptedWaitersLeaveNoQueueEntry() throws Exception {
         a.fairLock("leaving").lock();
         assertFalse(threads.submit(() -> b.fairLock("leaving").tryLock(300, TimeUnit.MILLISECONDS)).get());
-        assertEquals(0L, queued("leaving"));
-        assertEquals(0L, redis.command("EXISTS", "baton_fair_waiters:{leaving}"));
+        // Leaving the queue is dispatched before the call returns: it lands within a round trip.
+        Await.until(Bounds.CLEAN_UP, () -> "no queue entry left", () -> queued("leaving") == 0L
+                && redis.command("EXISTS", "baton_fair_waiters:{leaving}").equals(0L));
 
         CompletableFuture<Throwable> outcome = new CompletableFuture<>();
         Thread waiter = new Thread(() -> {
@@ -166,7 +179,7 @@ class FairLockTest {
         awaitQueued("leaving", 1);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
-        assertEquals(0L, queued("leaving"));
+        Await.until(Bounds.CLEAN_UP, () -> "no queue entry left", () -> queued("leaving") == 0L);
         assertEquals(0L, redis.command("EXISTS", "baton_fair_waiters:{leaving}"));
     }
 
