@@ -20,7 +20,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -29,8 +28,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @ExtendWith(RedisExtension.class)
 abstract class LockContractTest {
-    private static final Duration NO_HANG = Duration.ofSeconds(20);
-
     private final RedisServer redis;
     private final Clients clients = new Clients();
     private final ExecutorService threads = Executors.newCachedThreadPool();
@@ -106,26 +103,41 @@ abstract class LockContractTest {
     void aWaiterIsWokenByTheReleaseNotByTheLease() throws Exception {
         BatonLock held = lock(a, "handoff");
         held.lock(); // watchdog lease: 30 s, far beyond this test's bound
-        Future<Boolean> waiter = threads.submit(() -> lock(b, "handoff").tryLock(15, TimeUnit.SECONDS));
+        Future<Long> waiter = threads.submit(() -> {
+            assertTrue(lock(b, "handoff").tryLock(15, TimeUnit.SECONDS));
+            return System.nanoTime();
+        });
         redis.awaitSubscribers(channel("handoff"), 1);
+        long released = System.nanoTime();
         held.unlock();
-        assertTrue(waiter.get(10, TimeUnit.SECONDS));
+        long wokenAfter = waiter.get(15, TimeUnit.SECONDS) - released;
+        assertTrue(wokenAfter <= Bounds.within(Bounds.WAKE).toNanos(), "woken " + wokenAfter / 1_000_000 + " ms after the release");
     }
 
     @Test
-    void tryLockTimesOutWithoutLeavingASubscription() throws Exception {
+    void tryLockTimesOutAtItsWaitTimeWithoutLeavingASubscription() throws Exception {
         lock(a, "busy").lock();
-        assertFalse(threads.submit(() -> lock(b, "busy").tryLock(200, TimeUnit.MILLISECONDS)).get());
+        Duration wait = Duration.ofMillis(400);
+        long started = System.nanoTime();
+        assertFalse(threads.submit(() -> lock(b, "busy").tryLock(wait.toMillis(), TimeUnit.MILLISECONDS)).get());
+        long took = System.nanoTime() - started;
+        assertTrue(took >= wait.toNanos() && took <= Bounds.within(wait).toNanos(),
+                "false after its wait time, not before and not much after: " + took / 1_000_000 + " ms");
         redis.awaitSubscribers(channel("busy"), 0, Bounds.CLEAN_UP);
     }
 
     @Test
     void aLeaseExpiresWithoutRenewal() throws Exception {
         BatonLock lock = lock(a, "leased");
-        lock.lock(300, TimeUnit.MILLISECONDS);
+        Duration lease = Duration.ofMillis(300);
+        lock.lock(lease.toMillis(), TimeUnit.MILLISECONDS);
+        long taken = System.nanoTime();
         long ttl = (Long) redis.command("PTTL", "leased");
         assertTrue(ttl > 0 && ttl <= 300, "ttl " + ttl);
         assertTrue(threads.submit(() -> lock(b, "leased").tryLock(10, TimeUnit.SECONDS)).get());
+        long freedAfter = System.nanoTime() - taken;
+        assertTrue(freedAfter <= Bounds.within(lease).toNanos(), "a fixed lease ends at its end, never renewed: "
+                + freedAfter / 1_000_000 + " ms");
         LeaseLostException lost = assertThrows(LeaseLostException.class, lock::unlock);
         assertEquals("leased", lost.lockName());
     }
@@ -178,7 +190,7 @@ abstract class LockContractTest {
         CompletableFuture<Void> wait = lock.lockAsync(7).toCompletableFuture();
         redis.awaitSubscribers(channel("cancel"), 1);
         wait.cancel(true);
-        redis.awaitSubscribers(channel("cancel"), 0);
+        redis.awaitSubscribers(channel("cancel"), 0, Bounds.CLEAN_UP);
         assertNull(redis.command("HGET", "cancel", owner(b, 7)));
     }
 
@@ -294,25 +306,29 @@ abstract class LockContractTest {
 
     @Test
     void redisUnreachableFailsWithinTheTimeoutInsteadOfHanging() {
-        assertTimeoutPreemptively(NO_HANG, () -> {
-            RedisUnavailableException e = assertThrows(RedisUnavailableException.class,
-                    () -> Baton.create(BatonOptions.builder().redisUri("redis://:secret@127.0.0.1:1")
-                            .commandTimeout(Duration.ofMillis(500)).build()));
-            assertFalse(e.getMessage().contains("secret"), "password leaked: " + e.getMessage());
-        });
+        Duration timeout = Duration.ofMillis(500);
+        long started = System.nanoTime();
+        RedisUnavailableException e = assertThrows(RedisUnavailableException.class,
+                () -> Baton.create(BatonOptions.builder().redisUri("redis://:secret@127.0.0.1:1")
+                        .commandTimeout(timeout).build()));
+        assertTrue(System.nanoTime() - started <= Bounds.failure(timeout).toNanos(), "refused within the timeout");
+        assertFalse(e.getMessage().contains("secret"), "password leaked: " + e.getMessage());
     }
 
     @Test
     void aCallWhileRedisIsDownFailsWithinTheTimeout() {
+        Duration timeout = Duration.ofMillis(500);
         try (RedisServer doomed = RedisServer.start()) {
-            Baton baton = clients.open(BatonOptions.builder().redisUri(doomed.uri())
-                    .commandTimeout(Duration.ofMillis(500)).build());
-            BatonLock lock = baton.lock("down");
+            Baton baton = clients.open(BatonOptions.builder().redisUri(doomed.uri()).commandTimeout(timeout).build());
+            BatonLock lock = lock(baton, "down");
             doomed.kill();
-            assertTimeoutPreemptively(NO_HANG, () -> {
-                assertThrows(RedisUnavailableException.class, lock::tryLock);
-                assertThrows(RedisUnavailableException.class, () -> lock.tryLock(1, TimeUnit.SECONDS));
-            });
+            long started = System.nanoTime();
+            assertThrows(RedisUnavailableException.class, lock::tryLock);
+            assertTrue(System.nanoTime() - started <= Bounds.failure(timeout).toNanos(), "tryLock() within the timeout");
+            started = System.nanoTime();
+            assertThrows(RedisUnavailableException.class, () -> lock.tryLock(1, TimeUnit.SECONDS));
+            assertTrue(System.nanoTime() - started <= Bounds.failure(timeout, Duration.ofSeconds(1)).toNanos(),
+                    "tryLock(1 s) within its budget and the timeout");
         }
     }
 }

@@ -142,6 +142,9 @@ final class CommandExecutor {
     private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys,
                                                         List<String> args, long boundNanos, boolean cancelLate) {
         String what = script.fileName() + " on '" + keys.get(0) + "'";
+        if (closed) {
+            return CompletableFuture.failedFuture(new IllegalStateException("this Baton client is closed; " + what + " was not sent"));
+        }
         long start = scheduler.nanoTime();
         AtomicReference<AsyncCommand<String, String, T>> current = new AtomicReference<>();
         CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current)

@@ -18,6 +18,7 @@ final class NettyScheduler implements Scheduler, AutoCloseable {
     private static final AtomicInteger SEQUENCE = new AtomicInteger();
 
     private final Timer timer;
+    private volatile boolean stopped;
 
     NettyScheduler() {
         int id = SEQUENCE.incrementAndGet();
@@ -36,12 +37,20 @@ final class NettyScheduler implements Scheduler, AutoCloseable {
 
     @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
-        Timeout timeout = timer.newTimeout(t -> task.run(), Math.max(0, delay), unit);
-        return timeout::cancel;
+        if (stopped) {
+            return () -> { }; // the client is closed: nothing it starts now needs a timer
+        }
+        try {
+            Timeout timeout = timer.newTimeout(t -> task.run(), Math.max(0, delay), unit);
+            return timeout::cancel;
+        } catch (IllegalStateException e) {
+            return () -> { }; // stopped between the check and the call
+        }
     }
 
     @Override
     public void close() {
+        stopped = true;
         timer.stop();
     }
 }
