@@ -1,5 +1,6 @@
 package dev.baton;
 
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
@@ -55,17 +56,31 @@ class CountDownLatchTest {
         int workerCount = 6;
         BatonCountDownLatch done = coordinator.countDownLatch("batch-done");
         assertTrue(done.trySetCount(workerCount));
+        Future<Long> coordinatorWait = threads.submit(() -> {
+            assertTrue(done.await(30, TimeUnit.SECONDS));
+            return System.nanoTime();
+        });
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{batch-done}", 1);
         Set<Integer> results = ConcurrentHashMap.newKeySet();
+        java.util.concurrent.atomic.AtomicLong lastCountDown = new java.util.concurrent.atomic.AtomicLong();
+        List<Future<?>> working = new ArrayList<>();
         for (int w = 0; w < workerCount; w++) {
             int id = w;
             Baton client = workers.get(w % 2);
-            threads.submit(() -> {
+            working.add(threads.submit(() -> {
                 results.add(id * id); // the work
+                long before = System.nanoTime();
                 client.countDownLatch("batch-done").countDown();
+                lastCountDown.accumulateAndGet(before, Math::max);
                 return null;
-            });
+            }));
         }
-        assertTrue(done.await(30, TimeUnit.SECONDS));
+        for (Future<?> w : working) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        long woken = coordinatorWait.get(30, TimeUnit.SECONDS);
+        assertTrue(woken - lastCountDown.get() <= Bounds.within(Bounds.WAKE).toNanos(),
+                "the coordinator is woken by the last countDown's message, not by its 5 s re-check");
         assertEquals(Set.of(0, 1, 4, 9, 16, 25), results);
         assertEquals(0, done.getCount());
         assertEquals(0L, redis.command("EXISTS", "batch-done"));
@@ -76,23 +91,25 @@ class CountDownLatchTest {
         BatonCountDownLatch gate = coordinator.countDownLatch("start-gate");
         assertTrue(gate.trySetCount(1));
         AtomicInteger started = new AtomicInteger();
-        List<Future<?>> running = new ArrayList<>();
+        List<Future<Long>> running = new ArrayList<>();
         for (int w = 0; w < 4; w++) {
             Baton client = workers.get(w % 2);
             running.add(threads.submit(() -> {
                 client.countDownLatch("start-gate").await();
                 started.incrementAndGet();
-                return null;
+                return System.nanoTime();
             }));
         }
         redis.awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 2); // one per worker client
         assertEquals(0, started.get(), "nobody starts before the gate opens");
+        long opened = System.nanoTime();
         gate.countDown();
-        for (Future<?> f : running) {
-            f.get(10, TimeUnit.SECONDS);
+        for (Future<Long> f : running) {
+            assertTrue(f.get(10, TimeUnit.SECONDS) - opened <= Bounds.within(Bounds.WAKE).toNanos(),
+                    "every worker released by the one message");
         }
         assertEquals(4, started.get());
-        redis.awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 0);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{start-gate}", 0, Bounds.CLEAN_UP);
     }
 
     @Test
@@ -183,7 +200,7 @@ class CountDownLatchTest {
         CompletableFuture<Void> cancelled = workers.get(0).countDownLatch("async").awaitAsync().toCompletableFuture();
         redis.awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
         cancelled.cancel(true);
-        redis.awaitSubscribers("redisson_countdownlatch__channel__{async}", 0);
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{async}", 0, Bounds.CLEAN_UP);
         CompletableFuture<Void> waiting = workers.get(1).countDownLatch("async").awaitAsync().toCompletableFuture();
         redis.awaitSubscribers("redisson_countdownlatch__channel__{async}", 1);
         latch.countDownAsync().toCompletableFuture().get(5, TimeUnit.SECONDS);

@@ -1,5 +1,6 @@
 package dev.baton;
 
+import dev.baton.testkit.Bounds;
 import dev.baton.lua.Script;
 import dev.baton.testkit.Await;
 import dev.baton.testkit.RedisExtension;

@@ -1,5 +1,7 @@
 package dev.baton;
 
+import dev.baton.testkit.Bounds;
+import dev.baton.testkit.Await;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
@@ -7,6 +9,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -98,19 +101,20 @@ class ReadWriteLockTest {
     void aWriterMayDowngradeAndTheDowngradeWakesWaitingReaders() throws Exception {
         BatonReadWriteLock lock = a.readWriteLock("downgrade");
         lock.writeLock().lock(); // watchdog lease: 30 s, longer than the reader below waits
-        Future<Boolean> reader = threads.submit(() -> {
+        Future<Long> reader = threads.submit(() -> {
             BatonLock read = b.readWriteLock("downgrade").readLock();
-            boolean got = read.tryLock(15, TimeUnit.SECONDS);
-            if (got) {
-                read.unlock();
-            }
+            assertTrue(read.tryLock(15, TimeUnit.SECONDS));
+            long got = System.nanoTime();
+            read.unlock();
             return got;
         });
         redis.awaitAnySubscriber("redisson_rwlock:{downgrade}");
         lock.readLock().lock();
+        long downgraded = System.nanoTime();
         lock.writeLock().unlock();
         assertEquals("read", redis.command("HGET", "downgrade", "mode"));
-        assertTrue(reader.get(12, TimeUnit.SECONDS), "woken by the finished downgrade, not by a TTL");
+        assertTrue(reader.get(15, TimeUnit.SECONDS) - downgraded <= Bounds.within(Bounds.WAKE).toNanos(),
+                "woken by the finished downgrade, not by a TTL");
         assertTrue(lock.readLock().isHeldByCurrentThread());
         lock.readLock().unlock();
         assertEquals(0L, redis.command("EXISTS", "downgrade"));
@@ -120,9 +124,11 @@ class ReadWriteLockTest {
     void anUpgradeFailsFastInsteadOfWaitingForever() throws Exception {
         BatonReadWriteLock lock = a.readWriteLock("upgrade");
         lock.readLock().lock();
+        long started = System.nanoTime();
         IllegalMonitorStateException e = assertThrows(IllegalMonitorStateException.class, () -> lock.writeLock().lock());
         assertTrue(e.getMessage().contains("upgrade"), e.getMessage());
         assertThrows(IllegalMonitorStateException.class, () -> lock.writeLock().tryLock(5, TimeUnit.SECONDS));
+        assertTrue(System.nanoTime() - started <= Bounds.CLEAN_UP.toNanos(), "refused at once (one round trip each), not after a wait");
         assertEquals("read", redis.command("HGET", "upgrade", "mode"));
         assertEquals(0L, redis.command("EXISTS", "baton_rwlock_writer:{upgrade}"), "no writer mark left");
         lock.readLock().unlock();
@@ -133,19 +139,19 @@ class ReadWriteLockTest {
     @Test
     void aCrashedReadersHoldExpiresOnItsOwnWhileOthersKeepTheirs() throws Exception {
         Baton doomed = clients.open(redis);
+        Duration lease = Duration.ofMillis(400);
+        long taken = System.nanoTime();
         long doomedThread = threads.submit(() -> {
-            doomed.readWriteLock("shared").readLock().lock(400, TimeUnit.MILLISECONDS);
+            doomed.readWriteLock("shared").readLock().lock(lease.toMillis(), TimeUnit.MILLISECONDS);
             return Thread.currentThread().getId();
         }).get();
         doomed.close(); // crashed: no unlock
         BatonLock survivor = b.readWriteLock("shared").readLock();
         survivor.lock();
         String doomedHold = "{shared}:" + doomed.clientId() + ":" + doomedThread + ":rwlock_timeout:1";
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while ((Long) redis.command("EXISTS", doomedHold) == 1L && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-        }
-        assertEquals(0L, redis.command("EXISTS", doomedHold), "the crashed reader's hold expired");
+        Await.until(Bounds.within(lease), () -> "the crashed reader's hold to expire at its lease",
+                () -> redis.command("EXISTS", doomedHold).equals(0L));
+        assertTrue(System.nanoTime() - taken <= Bounds.within(lease).toNanos(), "expired at its lease");
         assertTrue(survivor.isHeldByCurrentThread(), "the other reader keeps its hold");
         assertFalse(inOtherThread(() -> a.readWriteLock("shared").writeLock().tryLock()));
         survivor.unlock();

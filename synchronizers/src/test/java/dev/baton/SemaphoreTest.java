@@ -1,5 +1,6 @@
 package dev.baton;
 
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.Await;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
@@ -121,12 +122,15 @@ class SemaphoreTest {
         doomed.semaphore("plain").trySetPermits(1);
         doomed.semaphore("plain").acquire();
         doomed.permitExpirableSemaphore("leased").trySetPermits(1);
-        doomed.permitExpirableSemaphore("leased").acquire(300, TimeUnit.MILLISECONDS);
+        java.time.Duration lease = java.time.Duration.ofMillis(300);
+        doomed.permitExpirableSemaphore("leased").acquire(lease.toMillis(), TimeUnit.MILLISECONDS);
+        long taken = System.nanoTime();
         doomed.close(); // the holder dies without releasing anything
 
         Optional<String> reclaimed = threads.submit(() -> b.permitExpirableSemaphore("leased")
                 .tryAcquire(10, 30, TimeUnit.SECONDS)).get();
         assertTrue(reclaimed.isPresent(), "the expired permit came back to the pool");
+        assertTrue(System.nanoTime() - taken <= Bounds.within(lease).toNanos(), "at the end of its lease");
         // The plain semaphore has no leases: the dead holder's permit is gone for good.
         assertFalse(b.semaphore("plain").tryAcquire(300, TimeUnit.MILLISECONDS));
         assertEquals(0, b.semaphore("plain").availablePermits());

@@ -2,6 +2,7 @@ package dev.baton.interop;
 
 import dev.baton.Baton;
 import dev.baton.BatonOptions;
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
@@ -11,7 +12,11 @@ import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Executors;
 
 /** One Baton client and one real Redisson 4.7 client on the same fresh Redis, per test. */
@@ -33,6 +38,27 @@ abstract class InteropTest {
         config.useSingleServer().setAddress(redis.uri());
         redisson = Redisson.create(config);
         baton = Baton.create(BatonOptions.create(redis.uri()));
+    }
+
+    /** A change that may throw. */
+    @FunctionalInterface
+    protected interface Change {
+        void run() throws Exception;
+    }
+
+    /**
+     * Makes {@code change} and returns the waiter's result, checking that the waiter returned
+     * within {@link Bounds#WAKE} (with its margin) of the change: woken by the change's message,
+     * not by a lease or a 5 s re-check.
+     */
+    protected static <T> T wokenBy(Future<T> waiter, Change change) throws Exception {
+        long changed = System.nanoTime();
+        change.run();
+        T value = waiter.get(15, TimeUnit.SECONDS);
+        long took = System.nanoTime() - changed;
+        assertTrue(took <= Bounds.within(Bounds.WAKE).toNanos(),
+                "woken " + TimeUnit.NANOSECONDS.toMillis(took) + " ms after the change: by its message, not by a re-check");
+        return value;
     }
 
     @AfterEach

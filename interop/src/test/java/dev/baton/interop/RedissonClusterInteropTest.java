@@ -82,8 +82,7 @@ class RedissonClusterInteropTest {
                 return got;
             });
             awaitShardSubscriber("redisson_lock__channel:{" + name + "}");
-            ours.unlock();
-            assertTrue(redissonWaiter.get(12, TimeUnit.SECONDS), "a Baton release woke a Redisson waiter on " + name);
+            assertTrue(InteropTest.wokenBy(redissonWaiter, () -> ours.unlock()), "a Baton release woke a Redisson waiter on " + name);
 
             RLock theirs = redisson.getLock(name);
             theirs.lock();
@@ -96,8 +95,7 @@ class RedissonClusterInteropTest {
                 return got;
             });
             awaitShardSubscriber("redisson_lock__channel:{" + name + "}");
-            theirs.unlock();
-            assertTrue(batonWaiter.get(12, TimeUnit.SECONDS), "a Redisson release woke a Baton waiter on " + name);
+            assertTrue(InteropTest.wokenBy(batonWaiter, () -> theirs.unlock()), "a Redisson release woke a Baton waiter on " + name);
         }
     }
 
@@ -108,8 +106,7 @@ class RedissonClusterInteropTest {
             assertTrue(redisson.getCountDownLatch(latch).trySetCount(1));
             Future<Boolean> batonWaiter = threads.submit(() -> baton.countDownLatch(latch).await(15, TimeUnit.SECONDS));
             awaitShardSubscriber("redisson_countdownlatch__channel__{" + latch + "}");
-            redisson.getCountDownLatch(latch).countDown();
-            assertTrue(batonWaiter.get(12, TimeUnit.SECONDS));
+            assertTrue(InteropTest.wokenBy(batonWaiter, () -> redisson.getCountDownLatch(latch).countDown()));
         }
     }
 

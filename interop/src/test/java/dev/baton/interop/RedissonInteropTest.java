@@ -39,8 +39,7 @@ class RedissonInteropTest extends InteropTest {
             return got;
         });
         redis.awaitAnySubscriber("redisson_lock__channel:{shared}");
-        lock.unlock();
-        assertTrue(redissonWaiter.get(12, TimeUnit.SECONDS));
+        assertTrue(wokenBy(redissonWaiter, () -> lock.unlock()));
     }
 
     @Test
@@ -57,8 +56,7 @@ class RedissonInteropTest extends InteropTest {
             return got;
         });
         redis.awaitAnySubscriber("redisson_lock__channel:{shared}");
-        r.unlock();
-        assertTrue(batonWaiter.get(12, TimeUnit.SECONDS));
+        assertTrue(wokenBy(batonWaiter, () -> r.unlock()));
     }
 
     @Test

@@ -35,8 +35,7 @@ class RedissonLatchInteropTest extends InteropTest {
         redis.awaitAnySubscriber("redisson_countdownlatch__channel__{mixed-batch}");
         ours.countDown();
         assertEquals(1, theirs.getCount());
-        ours.countDown();
-        assertTrue(redissonWaiter.get(12, TimeUnit.SECONDS));
+        assertTrue(wokenBy(redissonWaiter, () -> ours.countDown()));
     }
 
     @Test
@@ -45,8 +44,7 @@ class RedissonLatchInteropTest extends InteropTest {
         assertTrue(ours.trySetCount(1));
         Future<Boolean> batonWaiter = threads.submit(() -> ours.await(15, TimeUnit.SECONDS));
         redis.awaitAnySubscriber("redisson_countdownlatch__channel__{mixed-gate}");
-        redisson.getCountDownLatch("mixed-gate").countDown();
-        assertTrue(batonWaiter.get(12, TimeUnit.SECONDS));
+        assertTrue(wokenBy(batonWaiter, () -> redisson.getCountDownLatch("mixed-gate").countDown()));
         assertEquals(0, redisson.getCountDownLatch("mixed-gate").getCount());
     }
 

@@ -47,15 +47,13 @@ class RedissonReadWriteInteropTest extends InteropTest {
         Future<Boolean> redissonReader = threads.submit(() -> redisson.getReadWriteLock("wake").readLock()
                 .tryLock(15, 5, TimeUnit.SECONDS));
         redis.awaitAnySubscriber("redisson_rwlock:{wake}");
-        ours.writeLock().unlock();
-        assertTrue(redissonReader.get(12, TimeUnit.SECONDS), "a Baton write release wakes a Redisson reader");
+        assertTrue(wokenBy(redissonReader, () -> ours.writeLock().unlock()), "a Baton write release wakes a Redisson reader");
 
         redis.command("FLUSHALL");
         RReadWriteLock theirs = redisson.getReadWriteLock("wake2");
         theirs.writeLock().lock();
         Future<Boolean> batonReader = threads.submit(() -> baton.readWriteLock("wake2").readLock().tryLock(15, TimeUnit.SECONDS));
         redis.awaitAnySubscriber("redisson_rwlock:{wake2}");
-        theirs.writeLock().unlock();
-        assertTrue(batonReader.get(12, TimeUnit.SECONDS), "a Redisson write release wakes a Baton reader");
+        assertTrue(wokenBy(batonReader, () -> theirs.writeLock().unlock()), "a Redisson write release wakes a Baton reader");
     }
 }

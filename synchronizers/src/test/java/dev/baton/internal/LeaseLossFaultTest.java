@@ -1,9 +1,9 @@
 package dev.baton.internal;
 
+import dev.baton.testkit.Bounds;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
-import dev.baton.Bounds;
 import dev.baton.LeaseLostException;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;

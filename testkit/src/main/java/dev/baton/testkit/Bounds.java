@@ -1,4 +1,4 @@
-package dev.baton;
+package dev.baton.testkit;
 
 import java.time.Duration;
 
