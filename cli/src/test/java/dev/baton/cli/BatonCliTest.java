@@ -78,8 +78,11 @@ class BatonCliTest {
             Result json = run("", "inspect", "--redis", redis.uri(), "ops:orders", "--json");
             assertTrue(json.out().startsWith("{\"name\":\"ops:orders\",\"kind\":\"lock\",\"holders\":[{\"owner\":\""), json.out());
 
+            redis.command("CONFIG", "RESETSTAT");
             Result list = run("", "list", "--redis", redis.uri(), "ops:*");
             assertTrue(list.out().contains("hash") && list.out().contains("ops:orders") && list.out().contains("1 key(s)"), list.out());
+            assertTrue(redis.calls("scan") > 0, "list walks the keyspace with SCAN");
+            assertEquals(0L, redis.calls("keys"), "and never with KEYS, which blocks Redis");
 
             Result declined = run("n\n", "force-unlock", "--redis", redis.uri(), "ops:orders");
             assertEquals(1, declined.exit());

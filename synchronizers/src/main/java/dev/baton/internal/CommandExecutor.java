@@ -248,7 +248,7 @@ final class CommandExecutor {
             if (e != null && e.getCause() instanceof RedisCommandExecutionException
                     && !(e instanceof RedisUnavailableException)) {
                 if (waitUnsupported.compareAndSet(false, true)) {
-                    LoggerHolder.log.warn("Redis refused WAIT ({}); replica sync is off for this client", e.getMessage());
+                    LoggerHolder.log.warn("{}; replica sync is off for this client", e.getMessage());
                 }
                 return reply;
             }

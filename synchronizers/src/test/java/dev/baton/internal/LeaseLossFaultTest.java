@@ -40,11 +40,23 @@ class LeaseLossFaultTest {
                 BatonLock lock = holder.lock("batch-job");
                 lock.lock();
                 lock.lock(); // two holds: each unlock must hear of the loss
-                redis.restart();
-                long restarted = System.nanoTime();
-
-                String report = reported.get(Bounds.within(WATCHDOG.dividedBy(3)).toMillis(), TimeUnit.MILLISECONDS);
-                long reportedAfter = System.nanoTime() - restarted;
+                java.io.PrintStream stderr = System.err;
+                java.io.ByteArrayOutputStream logged = new java.io.ByteArrayOutputStream();
+                System.setErr(new java.io.PrintStream(logged, true, java.nio.charset.StandardCharsets.UTF_8));
+                String report;
+                long reportedAfter;
+                try {
+                    redis.restart();
+                    long restarted = System.nanoTime();
+                    report = reported.get(Bounds.within(WATCHDOG.dividedBy(3)).toMillis(), TimeUnit.MILLISECONDS);
+                    reportedAfter = System.nanoTime() - restarted;
+                } finally {
+                    System.setErr(stderr);
+                }
+                String log = logged.toString(java.nio.charset.StandardCharsets.UTF_8);
+                stderr.print(log);
+                assertTrue(log.matches("(?s).*WARN dev\\.baton\\.internal\\.Leases - Lease lost: lock 'batch-job' held by .*"),
+                        "the loss is logged at WARN: " + log);
                 assertTrue(reportedAfter <= Bounds.within(WATCHDOG.dividedBy(3)).toNanos(),
                         "reported within a third of the watchdog timeout: " + TimeUnit.NANOSECONDS.toMillis(reportedAfter) + " ms");
                 assertTrue(report.startsWith("batch-job | " + holder.clientId() + ":" + Thread.currentThread().getId() + " | "),
