@@ -11,6 +11,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 
@@ -66,57 +68,81 @@ class LostReplyTest {
         assertEquals(0L, redis.calls("eval"), "no NOSCRIPT detour");
     }
 
-    private String hold(BatonLock lock) {
-        return (String) redis.command("HGET", lock.getName(), baton.clientId() + ":" + Thread.currentThread().getId());
+    /** Every lock kind, and the hash field its holds are counted in. */
+    enum Kind {
+        REENTRANT, FAIR, FENCED, WRITE, READ;
+
+        BatonLock lock(Baton baton, String name) {
+            return switch (this) {
+                case REENTRANT -> baton.lock(name);
+                case FAIR -> baton.fairLock(name);
+                case FENCED -> baton.fencedLock(name);
+                case WRITE -> baton.readWriteLock(name).writeLock();
+                case READ -> baton.readWriteLock(name).readLock();
+            };
+        }
+
+        String field(String owner) {
+            return this == WRITE ? owner + ":write" : owner;
+        }
     }
 
-    @Test
-    void aResentAcquireAddsNoPhantomHold() {
-        BatonLock lock = baton.lock("acquire-twice");
+    private String hold(Kind kind, BatonLock lock) {
+        return (String) redis.command("HGET", lock.getName(),
+                kind.field(baton.clientId() + ":" + Thread.currentThread().getId()));
+    }
+
+    @ParameterizedTest
+    @EnumSource(Kind.class)
+    void aResentAcquireAddsNoPhantomHold(Kind kind) {
+        BatonLock lock = kind.lock(baton, "acquire-twice");
         lock.lock();
         dropNextReply();
         lock.lock(); // runs twice in Redis: 1 -> 2, then the copy finds 2 and leaves it
         assertRanTwice();
-        assertEquals("2", hold(lock));
+        assertEquals("2", hold(kind, lock));
         lock.unlock();
         lock.unlock();
         assertEquals(0L, redis.command("EXISTS", "acquire-twice"));
     }
 
-    @Test
-    void aResentFirstAcquireHoldsOnce() {
-        BatonLock lock = baton.lock("first-twice");
+    @ParameterizedTest
+    @EnumSource(Kind.class)
+    void aResentFirstAcquireHoldsOnce(Kind kind) {
+        BatonLock lock = kind.lock(baton, "first-twice");
         dropNextReply();
         lock.lock();
         assertRanTwice();
-        assertEquals("1", hold(lock));
+        assertEquals("1", hold(kind, lock));
         lock.unlock();
         assertEquals(0L, redis.command("EXISTS", "first-twice"));
     }
 
-    @Test
-    void aResentReentrantReleaseTakesOneHoldNotTwo() {
-        BatonLock lock = baton.lock("release-twice");
+    @ParameterizedTest
+    @EnumSource(Kind.class)
+    void aResentReentrantReleaseTakesOneHoldNotTwo(Kind kind) {
+        BatonLock lock = kind.lock(baton, "release-twice");
         lock.lock();
         lock.lock();
         dropNextReply();
         lock.unlock(); // runs twice: 2 -> 1, then the copy finds 1 and leaves it
         assertRanTwice();
-        assertEquals("1", hold(lock));
+        assertEquals("1", hold(kind, lock));
         assertTrue(lock.isHeldByCurrentThread());
         lock.unlock();
-        assertFalse(lock.isLocked());
+        assertEquals(0L, redis.command("EXISTS", "release-twice"));
     }
 
-    @Test
-    void aResentFinalReleaseReportsNoFalseIllegalMonitorState() {
-        BatonLock lock = baton.lock("final-twice");
+    @ParameterizedTest
+    @EnumSource(Kind.class)
+    void aResentFinalReleaseReportsNoFalseIllegalMonitorState(Kind kind) {
+        BatonLock lock = kind.lock(baton, "final-twice");
         lock.lock();
         dropNextReply();
         lock.unlock(); // returns normally: the copy finds nothing held, which is our own first copy's work
         assertRanTwice();
-        assertNull(hold(lock));
-        assertFalse(lock.isLocked());
+        assertNull(hold(kind, lock));
+        assertEquals(0L, redis.command("EXISTS", "final-twice"));
         assertTrue(proxy.connectionsAccepted() > 2, "the proxy really cut the connection");
     }
 

@@ -5,7 +5,8 @@ import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.testkit.RedisServer;
 import dev.baton.testkit.RespClient;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.Map;
@@ -14,20 +15,21 @@ import java.util.TreeMap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * The fast path is the floor: an uncontended lock() + unlock() is exactly two commands (two
- * EVALSHA) on the wire, with no subscription. Counted by Redis's MONITOR, which shows every
+ * The fast path is the floor: an uncontended lock() + unlock() of every lock kind is exactly
+ * two commands (two EVALSHA) on the wire, with no subscription. Counted by Redis's MONITOR, which shows every
  * command a client sent (and, marked "lua", the ones scripts ran, which are not round trips),
  * so an extra read, subscribe or WAIT the client sent would be seen whatever its name.
  */
 class RoundTripTest {
     private static final String DONE = "round-trip-test-done";
 
-    @Test
-    void uncontendedLockAndUnlockAreTwoCommands() {
+    @ParameterizedTest
+    @EnumSource(LostReplyTest.Kind.class)
+    void uncontendedLockAndUnlockAreTwoCommands(LostReplyTest.Kind kind) {
         try (RedisServer redis = RedisServer.start();
              Baton baton = Baton.create(BatonOptions.builder().redisUri(redis.uri())
                      .watchdogTimeout(Duration.ofMinutes(10)).build())) {
-            BatonLock lock = baton.lock("fast");
+            BatonLock lock = kind.lock(baton, "fast");
             lock.lock(); // warm-up: loads the scripts after the first NOSCRIPT
             lock.unlock();
             try (RespClient monitor = new RespClient(redis.host(), redis.port())) {
@@ -49,7 +51,7 @@ class RoundTripTest {
                     String command = line.replaceAll("^[^\\]]*\\] \"([^\"]+)\".*$", "$1").toLowerCase();
                     sent.merge(command, 1, Integer::sum);
                 }
-                assertEquals(Map.of("evalsha", 200), sent, "what the client sent for 100 lock+unlock pairs");
+                assertEquals(Map.of("evalsha", 200), sent, "what the client sent for 100 lock+unlock pairs of a " + kind + " lock");
             }
             assertEquals(0, ((BatonClient) baton).subscribedChannels());
         }
