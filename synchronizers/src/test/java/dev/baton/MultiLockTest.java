@@ -51,8 +51,24 @@ class MultiLockTest {
     void allOrNothingWhenOneLockIsHeldElsewhere() throws Exception {
         assertTrue(threads.submit(() -> b2.lock("stock").tryLock()).get());
         BatonMultiLock multi = BatonMultiLock.of(a1.lock("orders"), a2.lock("stock"), a1.fairLock("audit"));
-        assertFalse(multi.tryLock(300, 10_000, TimeUnit.MILLISECONDS));
         RedisServer first = masters.servers().get(0);
+        List<String> released = new java.util.ArrayList<>();
+        try (dev.baton.testkit.RespClient monitor = new dev.baton.testkit.RespClient(first.host(), first.port())) {
+            assertEquals("OK", monitor.call("MONITOR"));
+            // Canonical order: audit, orders (first master), stock (second, held): the failure
+            // gives back orders, then audit.
+            assertFalse(multi.tryLock(300, 10_000, TimeUnit.MILLISECONDS));
+            first.command("ECHO", "multi-lock-done");
+            java.util.Set<String> releases = java.util.Set.of(dev.baton.lua.Script.LOCK_RELEASE.sha1(),
+                    dev.baton.lua.Script.FAIR_RELEASE.sha1());
+            for (String line = ""; !line.contains("multi-lock-done"); line = String.valueOf(monitor.readReply())) {
+                String[] words = line.split("\" \"");
+                if (line.contains("\"EVALSHA\"") && words.length > 3 && releases.contains(words[1])) {
+                    released.add(words[3]);
+                }
+            }
+        }
+        assertEquals(List.of("orders", "audit"), released, "given back in reverse order");
         assertEquals(0L, first.command("EXISTS", "orders"), "released again after the failure");
         assertEquals(0L, first.command("EXISTS", "audit"));
         assertFalse(multi.tryLockAsync(0, -1, TimeUnit.SECONDS, 77).toCompletableFuture().get(5, TimeUnit.SECONDS));

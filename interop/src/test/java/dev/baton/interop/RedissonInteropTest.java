@@ -77,4 +77,24 @@ class RedissonInteropTest extends InteropTest {
         r.unlock();
         assertTrue(threads.submit(() -> baton.lock("counted").tryLock()).get());
     }
+
+    @Test
+    void fencingTokensRiseAcrossBatonAndRedissonHolders() throws Exception {
+        org.redisson.api.RFencedLock theirs = redisson.getFencedLock("fenced-mixed");
+        dev.baton.BatonFencedLock ours = baton.fencedLock("fenced-mixed");
+        long last = 0;
+        for (int i = 0; i < 20; i++) {
+            long token;
+            if (i % 2 == 0) {
+                token = ours.lockAndGetToken();
+                ours.unlock();
+            } else {
+                token = theirs.lockAndGetToken();
+                theirs.unlock();
+            }
+            assertTrue(token > last, "token " + token + " after " + last + " (grant " + i + ", "
+                    + (i % 2 == 0 ? "Baton" : "Redisson") + ")");
+            last = token;
+        }
+    }
 }
