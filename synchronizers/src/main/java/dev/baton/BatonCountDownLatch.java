@@ -25,8 +25,10 @@ import java.util.concurrent.TimeUnit;
  *       {@link SynchronizerDeletedException}; Redisson's own waiters would stay blocked. If the
  *       deletion's announcement is lost, a waiter that finds the latch gone cannot tell a
  *       deletion from reaching zero and returns normally;</li>
- *   <li><b>Redis unreachable</b>: {@link RedisUnavailableException} within the command
- *       timeout.</li>
+ *   <li><b>Redis unreachable</b>: {@link RedisUnavailableException}. {@link #await(long, TimeUnit)}
+ *       rides through connection failures that end inside its timeout and throws only if its
+ *       last check failed that way (no later than the timeout + the command timeout + 150 ms);
+ *       {@link #await()} throws when a check fails (command timeout + 150 ms).</li>
  * </ul>
  */
 public interface BatonCountDownLatch {
@@ -46,7 +48,16 @@ public interface BatonCountDownLatch {
      */
     boolean trySetCount(long count);
 
-    /** Counts down by one; at zero, releases every waiter. On an absent latch does nothing. */
+    /**
+     * Counts down by one; at zero, releases every waiter. On an absent latch does nothing.
+     * Counted exactly once: it carries a request id the script remembers, so a copy sent again
+     * after a lost reply (or arriving after the latch was armed for a new round) does not count.
+     * If Redis does not confirm it within the command timeout, this throws
+     * {@link RedisUnavailableException} and Baton finishes it in the background (for at least
+     * 60 s; still counted once): do not call it again, a second call is a second countDown.
+     *
+     * @throws RedisUnavailableException if Redis did not confirm it in time; Baton finishes it
+     */
     void countDown();
 
     /** The current count; 0 if the latch is absent. */

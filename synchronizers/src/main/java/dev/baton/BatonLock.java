@@ -24,14 +24,22 @@ import java.util.concurrent.locks.Lock;
  * <h2>How a wait ends</h2>
  * A call that waits for the lock returns or throws for one of these reasons only:
  * <ul>
- *   <li><b>acquired</b>: the lock became free (a release is announced over pub/sub; a lost
- *       announcement only delays the waiter until the holder's lease would run out);</li>
- *   <li><b>timed out</b>: {@code tryLock} with a wait time returns {@code false};</li>
+ *   <li><b>acquired</b>: the lock became free (a release is announced over pub/sub and wakes a
+ *       waiter within a second; a lost announcement only delays the waiter until the holder's
+ *       lease would run out);</li>
+ *   <li><b>timed out</b>: {@code tryLock} with a wait time returns {@code false} when the wait
+ *       time has passed (its last attempt is made at the deadline);</li>
  *   <li><b>interrupted</b>: the interruptible methods throw {@link InterruptedException} and
  *       clear the interrupt flag; {@link #lock()} keeps waiting and restores the flag before it
  *       returns. An interrupted wait leaves no hold and no subscription behind;</li>
- *   <li><b>Redis unreachable</b>: {@link RedisUnavailableException} once a command gets no
- *       answer within {@link BatonOptions#commandTimeout()};</li>
+ *   <li><b>Redis unreachable</b>: {@link RedisUnavailableException}. A wait with a wait time
+ *       rides through connection failures (a reset, a reconnect, a command that got no answer)
+ *       that end inside its wait time: it tries again after a short pause, and throws only if
+ *       its last attempt, at the latest at the end of the wait time, failed that way, no later
+ *       than the wait time + {@link BatonOptions#commandTimeout()} + 150 ms. A call without a
+ *       wait time ({@link #lock()}, {@link #tryLock()}) throws when its attempt fails, within the
+ *       command timeout + 150 ms. An attempt whose answer never came is undone by Baton (in the
+ *       background, ahead of the caller's next command), so nothing is held after the throw;</li>
  *   <li><b>wrong type</b>: {@link WrongTypeException} when the name holds another kind of
  *       value.</li>
  * </ul>
@@ -117,13 +125,19 @@ public interface BatonLock extends Lock {
 
     /**
      * Releases one hold of the current thread; the last hold frees the lock and wakes a waiter.
+     * A connection failure does not lose the release: Baton sends it again (it is safe to apply
+     * twice) until Redis answers or the command timeout passes. If Redis still did not answer,
+     * this throws {@link RedisUnavailableException} <em>and keeps the hold</em>: call
+     * {@code unlock()} again to complete it; a release that had in fact landed is recognised,
+     * so the second call returns normally either way. The watchdog stops renewing a last hold
+     * before its release is sent, so an unconfirmed release also ends when the lease runs out.
      *
      * @throws LeaseLostException           if the thread held the lock but its lease was lost
+     *                                      (every outstanding hold's unlock reports it)
      * @throws IllegalMonitorStateException if the current thread does not hold the lock
-     * @throws RedisUnavailableException    if Redis did not answer in time; the release is still
-     *                                      delivered when the connection recovers, and the
-     *                                      watchdog no longer renews the hold, so it ends either
-     *                                      way
+     * @throws RedisUnavailableException    if Redis did not confirm the release within the
+     *                                      command timeout (+ 150 ms); the hold is kept, so
+     *                                      call {@code unlock()} again
      */
     @Override
     void unlock();
@@ -201,7 +215,8 @@ public interface BatonLock extends Lock {
 
     /**
      * Releases one hold of {@code ownerId}; completes exceptionally like {@link #unlock()}
-     * throws.
+     * throws. An owner's operations must not overlap: wait for one to complete before starting
+     * the next.
      */
     CompletionStage<Void> unlockAsync(long ownerId);
 

@@ -13,8 +13,12 @@ import java.util.concurrent.TimeUnit;
  * with Redisson clients, which use their own clocks.
  *
  * <p>How a wait ends is as for {@link BatonSemaphore}; a waiter also wakes when the earliest
- * permit's lease runs out. Acquiring is idempotent per permit id, so a re-sent acquire never
- * takes a second permit, and an acquire whose reply never came is undone by releasing its id.
+ * permit's lease runs out. Every attempt picks its own permit id and acquiring is idempotent
+ * per id, so a re-sent acquire never takes a second permit, and an attempt whose reply never
+ * came is undone by releasing its id (Baton keeps sending that release until Redis answers).
+ * A release by id is safe to repeat: if {@link #release(String)} throws
+ * {@link RedisUnavailableException}, call it again with the same id; if the first one had
+ * landed, the second returns normally.
  */
 public interface BatonPermitExpirableSemaphore {
 
@@ -46,10 +50,13 @@ public interface BatonPermitExpirableSemaphore {
     ExpirablePermit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException;
 
     /**
-     * Returns the permit.
+     * Returns the permit. Re-sent on connection failures within the command timeout; safe to
+     * call again after a {@link RedisUnavailableException}.
      *
-     * @throws IllegalArgumentException if no such permit is held (never issued, released
-     *                                  already, or expired and returned to the pool)
+     * @throws IllegalArgumentException  if no such permit is held (never issued, released
+     *                                   already, or expired and returned to the pool)
+     * @throws RedisUnavailableException if Redis did not confirm the release in time; call it
+     *                                   again with the same id to complete it
      */
     void release(String permitId);
 

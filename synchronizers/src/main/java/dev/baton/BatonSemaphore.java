@@ -19,6 +19,18 @@ import java.util.concurrent.TimeUnit;
  * its permits (they leak); use {@link BatonPermitExpirableSemaphore} when that matters.
  * A semaphore that does not exist has 0 permits; waiters then wait for permits to be added.
  *
+ * <h2>Exactly once</h2>
+ * Every acquire attempt, release and {@link #addPermits} carries a request id that the script
+ * remembers beside the count (Redisson clients never see it), so a command that Lettuce or Baton
+ * sends again after a lost reply counts once. An acquire whose answer never came is cancelled by
+ * its id: the permits come back if it had taken them, and it takes none if it arrives later. A
+ * release that Redis does not confirm within the command timeout throws
+ * {@link RedisUnavailableException} and Baton <em>finishes it in the background</em> (it keeps
+ * sending the same request for at least 60 s; it still counts once): do not call
+ * {@link #release(int)} again for the same permits, a second call is a second release. To be
+ * able to retry, release through the handle of {@link #acquirePermits(int)}: its
+ * {@link SemaphorePermits#close()} may be called again after a failure and counts once.
+ *
  * <h2>How a wait ends</h2>
  * <ul>
  *   <li><b>acquired</b>: enough permits became available (a release announces the new count
@@ -29,8 +41,11 @@ import java.util.concurrent.TimeUnit;
  *   <li><b>interrupted</b>: {@link InterruptedException}, nothing taken, no subscription left;</li>
  *   <li><b>deleted</b>: {@link #delete()} while waiting throws
  *       {@link SynchronizerDeletedException};</li>
- *   <li><b>Redis unreachable</b>: {@link RedisUnavailableException} within the command
- *       timeout.</li>
+ *   <li><b>Redis unreachable</b>: {@link RedisUnavailableException}. A wait with a wait time
+ *       rides through connection failures that end inside it and throws only if its last
+ *       attempt failed that way (no later than the wait time + the command timeout + 150 ms);
+ *       a wait without one throws when an attempt fails (command timeout + 150 ms). Permits an
+ *       unanswered attempt may have taken are given back by Baton.</li>
  * </ul>
  */
 public interface BatonSemaphore {
@@ -69,14 +84,18 @@ public interface BatonSemaphore {
      */
     SemaphorePermits acquirePermits(int permits) throws InterruptedException;
 
-    /** Returns one permit. */
+    /** Returns one permit; see {@link #release(int)}. */
     void release();
 
     /**
-     * Returns {@code permits} permits and wakes up to that many waiters.
+     * Returns {@code permits} permits and wakes up to that many waiters. Counted exactly once:
+     * if it throws {@link RedisUnavailableException}, Baton is still sending it and will apply it
+     * once; do not call it again (see "Exactly once" above).
      *
-     * @throws IllegalArgumentException if {@code permits < 1}, or if the count would exceed
-     *                                  {@link Integer#MAX_VALUE}
+     * @throws IllegalArgumentException  if {@code permits < 1}, or if the count would exceed
+     *                                   {@link Integer#MAX_VALUE}
+     * @throws RedisUnavailableException if Redis did not confirm it within the command timeout
+     *                                   (+ 150 ms); Baton finishes it in the background
      */
     void release(int permits);
 

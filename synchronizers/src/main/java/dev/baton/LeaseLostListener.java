@@ -13,7 +13,9 @@ public interface LeaseLostListener {
      * A held lease was lost.
      *
      * @param lockName the synchronizer's name
-     * @param ownerId  the owner that held it, {@code "<clientId>:<threadId>"}
+     * @param ownerId  the owner that held it, as stored in Redis: {@code "<clientId>:<threadId>"}
+     *                 (the thread id, or the {@code ownerId} given to an async method); a write
+     *                 lock's owner ends in {@code ":write"}, as in Redisson's layout
      * @param reason   what Baton observed, in words
      */
     void leaseLost(String lockName, String ownerId, String reason);
