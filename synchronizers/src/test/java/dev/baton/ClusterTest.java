@@ -56,6 +56,11 @@ class ClusterTest {
     @BeforeAll
     void start() {
         cluster = RedisClusterGroup.start(3, 0);
+        RedisServer node = cluster.nodes().get(0);
+        System.out.println("[cluster] " + node.binary().product() + " " + node.binary().version() + ": "
+                + (node.binary().majorVersion() >= 7 ? "sharded pub/sub (SSUBSCRIBE/SPUBLISH) under test"
+                : "no sharded pub/sub before Redis 7; classic SUBSCRIBE/PUBLISH under test, the sharded path is NOT "
+                + "tested in this lane"));
         BatonOptions options = BatonOptions.builder().redisUris(cluster.uris()).cluster(true)
                 .commandTimeout(Duration.ofSeconds(2)).build();
         a = clients.open(options);

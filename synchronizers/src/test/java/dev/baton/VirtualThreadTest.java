@@ -37,7 +37,7 @@ class VirtualThreadTest {
         Process process = new ProcessBuilder(java.get().toString(), "-cp", System.getProperty("java.class.path"),
                 "-Djdk.tracePinnedThreads=short", VirtualThreadWorkload.class.getName(), redis.uri())
                 .redirectErrorStream(true).start();
-        boolean exited = process.waitFor(3, TimeUnit.MINUTES);
+        boolean exited = process.waitFor(90, TimeUnit.SECONDS); // inside the 120 s default test timeout
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!exited) {
             process.destroyForcibly();

@@ -25,13 +25,16 @@ public final class RedisBinary {
     private static volatile RedisBinary embedded;
 
     private final Path server;
+    private final String product;
     private final String version;
     private final String source;
 
     private RedisBinary(Path server, String source) {
         this.server = server;
         this.source = source;
-        this.version = readVersion(server);
+        String[] productAndVersion = readVersion(server);
+        this.product = productAndVersion[0];
+        this.version = productAndVersion[1];
     }
 
     /** The binary every fixture in this JVM uses; prints which one, once. */
@@ -42,7 +45,9 @@ public final class RedisBinary {
                 r = resolved;
                 if (r == null) {
                     r = find();
-                    System.out.println("[baton-testkit] redis-server " + r.version + " from " + r.source + " (" + r.server + ")");
+                    System.out.println("[baton-testkit] " + r.product + " " + r.version + " from " + r.source + " (" + r.server + ")"
+                            + (r.majorVersion() < 7 ? "; before 7 there is no sharded pub/sub, so cluster tests run "
+                            + "classic pub/sub and say so" : ""));
                     resolved = r;
                 }
             }
@@ -126,7 +131,8 @@ public final class RedisBinary {
         return Optional.empty();
     }
 
-    private static String readVersion(Path server) {
+    /** {"Redis" or "Valkey", version}. */
+    private static String[] readVersion(Path server) {
         try {
             Process p = new ProcessBuilder(server.toString(), "--version").redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes());
@@ -135,7 +141,7 @@ public final class RedisBinary {
             if (!m.find()) {
                 throw new IllegalStateException(server + " --version printed no version: " + out);
             }
-            return m.group(1);
+            return new String[] {out.startsWith("Valkey") ? "Valkey" : "Redis", m.group(1)};
         } catch (IOException e) {
             throw new UncheckedIOException("cannot run " + server, e);
         } catch (InterruptedException e) {
@@ -149,7 +155,12 @@ public final class RedisBinary {
         return server;
     }
 
-    /** The version, e.g. {@code 7.0.15}. */
+    /** "Redis" or "Valkey". */
+    public String product() {
+        return product;
+    }
+
+    /** The version, e.g. {@code 7.0.15} (Valkey's own version for Valkey, e.g. {@code 8.0.1}). */
     public String version() {
         return version;
     }
@@ -164,9 +175,17 @@ public final class RedisBinary {
         return source;
     }
 
-    /** {@code redis-sentinel} next to the server, if present ({@code redis-server --sentinel} always works). */
+    /**
+     * {@code redis-sentinel} (or {@code valkey-sentinel}) next to the server, if present
+     * ({@code <server> --sentinel} always works).
+     */
     public Optional<Path> sentinel() {
-        Path s = server.resolveSibling("redis-sentinel");
-        return Files.isExecutable(s) ? Optional.of(s) : Optional.empty();
+        for (String name : new String[] {"redis-sentinel", "valkey-sentinel"}) {
+            Path s = server.resolveSibling(name);
+            if (Files.isExecutable(s)) {
+                return Optional.of(s);
+            }
+        }
+        return Optional.empty();
     }
 }
