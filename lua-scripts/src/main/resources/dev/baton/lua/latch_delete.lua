@@ -2,7 +2,6 @@
 --
 -- KEYS[1]  the latch name (STRING holding the count)
 -- KEYS[2]  the latch's channel, "redisson_countdownlatch__channel__{<name>}"
--- KEYS[3]  its request memory, "baton_requests:{<name>}" (deleted too)
 -- ARGV[1]  the message announcing a new count or a deletion ("1")
 --
 -- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
@@ -18,6 +17,6 @@ end
 if kind ~= 'string' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. kind .. ', not a count-down latch')
 end
-redis.call('del', KEYS[1], KEYS[3])
+redis.call('del', KEYS[1])
 redis.call(ARGV[#ARGV], KEYS[2], ARGV[1])
 return 1

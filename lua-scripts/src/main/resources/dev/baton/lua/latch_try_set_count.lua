@@ -3,11 +3,10 @@
 --
 -- KEYS[1]  the latch name (STRING)
 -- KEYS[2]  the latch's channel, "redisson_countdownlatch__channel__{<name>}"
--- KEYS[3]  its request memory, "baton_requests:{<name>}"
+-- KEYS[3]  this request's key, "baton_request:{<name>}:<id>"; set when this request armed it
 -- ARGV[1]  the new count (>= 1)
 -- ARGV[2]  the message announcing a new count ("1")
--- ARGV[3]  this request's id (16 hex characters)
--- ARGV[4]  how long the request memory keeps an id, in ms
+-- ARGV[3]  how long a request key lives, in ms
 --
 -- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
 --          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
@@ -22,18 +21,14 @@ local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and kind ~= 'string' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. kind .. ', not a count-down latch')
 end
-if redis.call('zscore', KEYS[3], ARGV[3]) then
+if redis.call('exists', KEYS[3]) == 1 then
   return 1
 end
 local current = tonumber(redis.call('get', KEYS[1]))
 if current ~= nil and current > 0 then
   return 0
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local memory = tonumber(ARGV[4])
 redis.call('set', KEYS[1], ARGV[1])
-redis.call('zadd', KEYS[3], now + memory, ARGV[3])
-redis.call('pexpire', KEYS[3], memory)
+redis.call('set', KEYS[3], '1', 'PX', ARGV[3])
 redis.call(ARGV[#ARGV], KEYS[2], ARGV[2])
 return 1

@@ -3,7 +3,6 @@
 -- KEYS[1]  the semaphore name (STRING)
 -- KEYS[2]  its channel, "redisson_sc:{<name>}"
 -- KEYS[3]  "{<name>}:timeout", the permit-expirable semaphore's permits (absent otherwise)
--- KEYS[4]  "baton_requests:{<name>}", the plain semaphore's request memory (deleted too)
 --
 -- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
 --          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
@@ -13,12 +12,11 @@
 -- re-check, find the semaphore gone, and fail with SynchronizerDeletedException.
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
-  redis.call('del', KEYS[4])
   return redis.call('del', KEYS[3])
 end
 if kind ~= 'string' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. kind .. ', not a semaphore')
 end
-redis.call('del', KEYS[1], KEYS[3], KEYS[4])
+redis.call('del', KEYS[1], KEYS[3])
 redis.call(ARGV[#ARGV], KEYS[2], '0')
 return 1

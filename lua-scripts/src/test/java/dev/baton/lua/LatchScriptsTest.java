@@ -21,7 +21,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class LatchScriptsTest {
     private static final String LATCH = "batch";
     private static final String CHANNEL = "redisson_countdownlatch__channel__{batch}";
-    private static final String REQUESTS = "baton_requests:{batch}";
     private static final String MEMORY = "60000";
     private int ids;
 
@@ -38,7 +37,12 @@ class LatchScriptsTest {
     }
 
     private Object run(Script script, String... args) {
-        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), "3", LATCH, CHANNEL, REQUESTS));
+        return run(script, List.of(LATCH, CHANNEL), args);
+    }
+
+    private Object run(Script script, List<String> keys, String... args) {
+        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), Integer.toString(keys.size())));
+        command.addAll(keys);
         command.addAll(Arrays.asList(args));
         command.add("publish"); // the client adds the publish command as every script's last ARGV
         return redis.command(command.toArray(String[]::new));
@@ -49,16 +53,28 @@ class LatchScriptsTest {
         return String.format("%016x", ++ids);
     }
 
+    private static String key(String id) {
+        return "baton_request:{batch}:" + id;
+    }
+
     private Object arm(String count) {
-        return run(Script.LATCH_TRY_SET_COUNT, count, "1", id(), MEMORY);
+        return arm(count, id());
+    }
+
+    private Object arm(String count, String id) {
+        return run(Script.LATCH_TRY_SET_COUNT, List.of(LATCH, CHANNEL, key(id)), count, "1", MEMORY);
     }
 
     private Object countDown() {
-        return countDown(id(), "");
+        return countDown(id());
     }
 
-    private Object countDown(String id, String forget) {
-        return run(Script.LATCH_COUNT_DOWN, "0", id, MEMORY, forget);
+    private Object countDown(String id, String... forget) {
+        List<String> keys = new ArrayList<>(List.of(LATCH, CHANNEL, key(id)));
+        for (String f : forget) {
+            keys.add(key(f));
+        }
+        return run(Script.LATCH_COUNT_DOWN, keys, "0", MEMORY);
     }
 
     @Test
@@ -92,7 +108,6 @@ class LatchScriptsTest {
         countDown();
         assertEquals(1L, run(Script.LATCH_DELETE, "1"));
         assertEquals(0L, redis.command("EXISTS", LATCH));
-        assertEquals(0L, redis.command("EXISTS", REQUESTS), "the request memory goes with it");
         assertEquals(2L, redis.calls("publish"));
     }
 
@@ -100,29 +115,29 @@ class LatchScriptsTest {
     void everyCopyOfOneCountDownCountsOnceEvenAcrossRounds() {
         arm("3");
         String once = id();
-        assertEquals(2L, countDown(once, ""));
-        assertEquals(-2L, countDown(once, ""), "a re-sent copy: counted already");
+        assertEquals(2L, countDown(once));
+        assertEquals(-2L, countDown(once), "a re-sent copy: counted already");
         assertEquals("2", redis.command("GET", LATCH));
         countDown();
         String late = id();
-        assertEquals(0L, countDown(late, ""));
+        assertEquals(0L, countDown(late));
         assertEquals(1L, arm("2"), "the next round");
-        assertEquals(-2L, countDown(late, ""), "a copy of the last round's countDown leaves the new round alone");
+        assertEquals(-2L, countDown(late), "a copy of the last round's countDown leaves the new round alone");
         assertEquals("2", redis.command("GET", LATCH));
         String absent = id();
         run(Script.LATCH_DELETE, "1");
-        assertEquals(-1L, countDown(absent, ""), "absent: nothing to count, but the id is remembered");
+        assertEquals(-1L, countDown(absent), "absent: nothing to count, but the id is remembered");
         arm("1");
-        assertEquals(-2L, countDown(absent, ""), "so its copy cannot count the latch armed later");
+        assertEquals(-2L, countDown(absent), "so its copy cannot count the latch armed later");
         assertEquals("1", redis.command("GET", LATCH));
     }
 
     @Test
     void aReSentArmingRepliesAsTheFirstCopyDid() {
         String arming = id();
-        assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "1", "1", arming, MEMORY));
+        assertEquals(1L, arm("1", arming));
         countDown();
-        assertEquals(1L, run(Script.LATCH_TRY_SET_COUNT, "1", "1", arming, MEMORY), "set by this request");
+        assertEquals(1L, arm("1", arming), "set by this request");
         assertEquals(0L, redis.command("EXISTS", LATCH), "and it does not arm the latch a second time");
     }
 
@@ -131,21 +146,24 @@ class LatchScriptsTest {
         arm("5");
         String first = id();
         String second = id();
-        countDown(first, "");
-        countDown(second, "");
-        assertEquals(3L, redis.command("ZCARD", REQUESTS), "the arming and two countDowns");
-        countDown(id(), first + " " + second);
-        assertEquals(2L, redis.command("ZCARD", REQUESTS), "the two answered ones forgotten");
-        long ttl = (Long) redis.command("PTTL", REQUESTS);
-        assertTrue(ttl > 50_000 && ttl <= 60_000, "the memory expires with its last id: " + ttl);
+        countDown(first);
+        countDown(second);
+        String third = id();
+        countDown(third, first, second);
+        assertEquals(0L, redis.command("EXISTS", key(first), key(second)), "the two answered ones forgotten");
+        long ttl = (Long) redis.command("PTTL", key(third));
+        assertTrue(ttl > 50_000 && ttl <= 60_000, "a request key lives for the memory: " + ttl);
     }
 
     @Test
     void aNameHoldingAnotherTypeIsRefusedAndLeftAlone() {
         redis.command("HSET", LATCH, "f", "v");
         for (Script script : List.of(Script.LATCH_TRY_SET_COUNT, Script.LATCH_COUNT_DOWN, Script.LATCH_DELETE)) {
-            RedisErrorReply e = assertThrows(RedisErrorReply.class, () -> run(script, "1", "1", id(), MEMORY, ""));
-            assertTrue(e.getMessage().contains("WRONGTYPE") && e.getMessage().contains(LATCH), e.getMessage());
+            RedisErrorReply e = assertThrows(RedisErrorReply.class,
+                    () -> run(script, List.of(LATCH, CHANNEL, key(id())), "1", "1", MEMORY));
+            // The script's own check names the key; countDown leaves it to GET's WRONGTYPE, and the
+            // client names the key in WrongTypeException (CountDownLatchTest.badInputIsRefusedByName).
+            assertTrue(e.getMessage().contains("WRONGTYPE"), e.getMessage());
         }
         assertEquals("v", redis.command("HGET", LATCH, "f"));
     }

@@ -19,8 +19,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The semaphore scripts run raw: counts, refusals, ids, server-clock expiry, deletion. */
 @ExtendWith(RedisExtension.class)
 class SemaphoreScriptsTest {
-    private static final List<String> PLAIN = List.of("sem", "redisson_sc:{sem}", "baton_requests:{sem}");
-    private static final List<String> ACQUIRE = List.of("sem", "baton_requests:{sem}");
     private static final String MEMORY = "60000";
     private static final List<String> EXPIRABLE = List.of("pes", "{pes}:timeout", "redisson_sc:{pes}");
 
@@ -52,36 +50,62 @@ class SemaphoreScriptsTest {
         return String.format("%016x", ++ids);
     }
 
-    private Object acquire(String permits, String id) {
-        return run(Script.SEMAPHORE_ACQUIRE, ACQUIRE, permits, id, MEMORY, "");
+    private static String key(String id) {
+        return "baton_request:{sem}:" + id;
+    }
+
+    /** The plain semaphore's keys for a change: the name, its channel, the request's key, keys to forget. */
+    private static List<String> change(String id, String... forget) {
+        List<String> keys = new ArrayList<>(List.of("sem", "redisson_sc:{sem}", key(id)));
+        keys.addAll(Arrays.asList(forget));
+        return keys;
+    }
+
+    private Object acquire(String permits, String id, String... forget) {
+        List<String> keys = new ArrayList<>(List.of("sem", key(id)));
+        keys.addAll(Arrays.asList(forget));
+        return run(Script.SEMAPHORE_ACQUIRE, keys, permits, MEMORY);
     }
 
     private Object add(String change, String id) {
-        return run(Script.SEMAPHORE_ADD, PLAIN, change, "2147483647", id, MEMORY, "");
+        return run(Script.SEMAPHORE_ADD, change(id), change, "2147483647", MEMORY);
+    }
+
+    private Object trySet(String permits, String id) {
+        return run(Script.SEMAPHORE_TRY_SET, change(id), permits, MEMORY);
+    }
+
+    private Object cancel(String permits, String id) {
+        return run(Script.SEMAPHORE_CANCEL, change(id), permits, MEMORY);
     }
 
     @Test
     void acquireTakesOnlyWhatIsThereAndSaysWhetherTheSemaphoreExists() {
         assertEquals(List.of(0L, 0L), acquire("1", id()), "absent: 0 permits");
-        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "3", id(), MEMORY));
-        assertEquals(0L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "9", id(), MEMORY));
+        assertEquals(1L, trySet("3", id()));
+        assertEquals(0L, trySet("9", id()));
         assertEquals(List.of(1L, 1L), acquire("2", id()));
         assertEquals(List.of(0L, 1L), acquire("2", id()), "exists, not enough");
         assertEquals(3L, add("2", id()));
         assertEquals(3L, run(Script.SEMAPHORE_DRAIN, List.of("sem")));
         assertEquals("0", redis.command("GET", "sem"), "drained, still there");
         RedisErrorReply overflow = assertThrows(RedisErrorReply.class,
-                () -> run(Script.SEMAPHORE_ADD, PLAIN, "2147483647", "2147483646", id(), MEMORY, ""));
+                () -> run(Script.SEMAPHORE_ADD, change(id()), "2147483647", "2147483646", MEMORY));
         assertTrue(overflow.getMessage().startsWith("BATON_ARG"), overflow.getMessage());
-        assertEquals(1L, run(Script.SEMAPHORE_DELETE,
-                List.of("sem", "redisson_sc:{sem}", "{sem}:timeout", "baton_requests:{sem}")));
-        assertEquals(0L, redis.command("EXISTS", "baton_requests:{sem}"), "the request memory goes with it");
+        assertEquals(1L, run(Script.SEMAPHORE_DELETE, List.of("sem", "redisson_sc:{sem}", "{sem}:timeout")));
         assertNull(redis.command("GET", "sem"));
+        redis.command("RPUSH", "sem", "x");
+        for (Script script : List.of(Script.SEMAPHORE_ACQUIRE, Script.SEMAPHORE_ADD)) {
+            RedisErrorReply e = assertThrows(RedisErrorReply.class,
+                    () -> run(script, change(id()), "1", "2147483647", MEMORY));
+            assertTrue(e.getMessage().contains("WRONGTYPE"), script + ": " + e.getMessage());
+        }
+        assertEquals(1L, redis.command("LLEN", "sem"), "left alone");
     }
 
     @Test
     void everyCopyOfOneAcquireOrReleaseCountsOnce() {
-        run(Script.SEMAPHORE_TRY_SET, PLAIN, "3", id(), MEMORY);
+        trySet("3", id());
         String taking = id();
         assertEquals(List.of(1L, 1L), acquire("2", taking));
         assertEquals(List.of(1L, 1L), acquire("2", taking), "a re-sent copy takes nothing more");
@@ -89,46 +113,49 @@ class SemaphoreScriptsTest {
         assertEquals(3L, add("2", giving));
         assertEquals(3L, add("2", giving), "a re-sent release adds nothing more");
         assertEquals("3", redis.command("GET", "sem"));
+        long ttl = (Long) redis.command("PTTL", key(giving));
+        assertTrue(ttl > 50_000 && ttl <= 60_000, "a request key lives for the memory: " + ttl);
     }
 
     @Test
     void cancellingAnAcquireGivesItsPermitsBackOnceOrStopsItsLateCopy() {
-        run(Script.SEMAPHORE_TRY_SET, PLAIN, "3", id(), MEMORY);
+        trySet("3", id());
         String ran = id();
         acquire("2", ran);
-        assertEquals(1L, run(Script.SEMAPHORE_CANCEL, PLAIN, "2", ran, MEMORY), "it had run: permits back");
-        assertEquals(0L, run(Script.SEMAPHORE_CANCEL, PLAIN, "2", ran, MEMORY), "cancelled once only");
+        assertEquals(1L, cancel("2", ran), "it had run: permits back");
+        assertEquals(0L, cancel("2", ran), "cancelled once only");
         assertEquals("3", redis.command("GET", "sem"));
         assertEquals(List.of(0L, 1L), acquire("2", ran), "a copy arriving after the cancel takes nothing");
         String late = id();
-        assertEquals(0L, run(Script.SEMAPHORE_CANCEL, PLAIN, "1", late, MEMORY), "not run yet");
+        assertEquals(0L, cancel("1", late), "not run yet");
         assertEquals(List.of(0L, 1L), acquire("1", late), "so it never takes anything");
         assertEquals("3", redis.command("GET", "sem"));
         String deleted = id();
         acquire("1", deleted);
         redis.command("DEL", "sem");
-        assertEquals(2L, run(Script.SEMAPHORE_CANCEL, PLAIN, "1", deleted, MEMORY), "deleted: nothing resurrected");
+        assertEquals(2L, cancel("1", deleted), "deleted: nothing resurrected");
         assertEquals(0L, redis.command("EXISTS", "sem"));
     }
 
     @Test
     void aReSentTrySetRepliesAsTheFirstCopyDid() {
         String setting = id();
-        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "2", setting, MEMORY));
-        assertEquals(1L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "2", setting, MEMORY), "set by this request");
-        assertEquals(0L, run(Script.SEMAPHORE_TRY_SET, PLAIN, "2", id(), MEMORY), "another request: set already");
+        assertEquals(1L, trySet("2", setting));
+        assertEquals(1L, trySet("2", setting), "set by this request");
+        assertEquals(0L, trySet("2", id()), "another request: set already");
     }
 
     @Test
     void answeredRequestsAreForgotten() {
-        run(Script.SEMAPHORE_TRY_SET, PLAIN, "5", id(), MEMORY);
+        trySet("5", id());
         String a = id();
         String b = id();
         acquire("1", a);
         add("1", b);
-        assertEquals(3L, redis.command("ZCARD", "baton_requests:{sem}"));
-        run(Script.SEMAPHORE_ACQUIRE, ACQUIRE, "1", id(), MEMORY, a + " " + b);
-        assertEquals(2L, redis.command("ZCARD", "baton_requests:{sem}"), "a and b forgotten, the new one kept");
+        assertEquals(1L, redis.command("EXISTS", key(a)));
+        acquire("1", id(), key(a), key(b));
+        assertEquals(0L, redis.command("EXISTS", key(a)), "a forgotten");
+        assertEquals(0L, redis.command("EXISTS", key(b)), "b forgotten");
     }
 
     @Test

@@ -45,11 +45,11 @@ final class Names {
     }
 
     /**
-     * The request memory of a plain semaphore or a count-down latch (Baton's own; Redisson never
-     * reads it): {@code baton_requests:{name}}.
+     * The key that remembers one request on a plain semaphore or a count-down latch (Baton's
+     * own; Redisson never reads it): {@code baton_request:{name}:<id>}.
      */
-    static String requests(String name) {
-        return "baton_requests:" + hashTagged(name);
+    static String request(String name, String id) {
+        return "baton_request:" + hashTagged(name) + ":" + id;
     }
 
     /** The read-write lock's channel, Redisson's: {@code redisson_rwlock:{name}}. */

@@ -35,15 +35,13 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
     private final BatonClient client;
     private final String name;
     private final String channel;
-    private final String requests;
     private final List<String> keys;
 
     RedisCountDownLatch(BatonClient client, String name) {
         this.client = client;
         this.name = Names.requireName(name);
         this.channel = Names.latchChannel(name);
-        this.requests = Names.requests(name);
-        this.keys = List.of(name, channel, requests);
+        this.keys = List.of(name, channel);
     }
 
     @Override
@@ -88,9 +86,10 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
             throw new IllegalArgumentException("count must be at least 1, was " + count);
         }
         CommandExecutor executor = client.executor();
-        return executor.<Long>evalUntilAnswered(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER, keys,
-                        List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE, Requests.newId(),
-                                client.requests().memoryArg()), executor.timeout().toNanos())
+        return executor.<Long>evalUntilAnswered(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER,
+                        List.of(name, channel, Requests.key(name, Requests.newId())),
+                        List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE, client.requests().memoryArg()),
+                        executor.timeout().toNanos())
                 .thenApply(set -> set.value() == 1L);
     }
 
@@ -98,9 +97,10 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
     public CompletionStage<Void> countDownAsync() {
         client.checkOpen();
         Requests ids = client.requests();
-        String id = Requests.newId();
-        return ids.<Long>deliver(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER, keys,
-                        List.of(ZERO_MESSAGE, id, ids.memoryArg(), ids.forgets(requests)), requests, id,
+        String key = Requests.key(name, Requests.newId());
+        return ids.<Long>deliver(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER,
+                        ids.withForgotten(name, List.of(name, channel, key)),
+                        List.of(ZERO_MESSAGE, ids.memoryArg()), name, key,
                         "countDown of latch '" + name + "'")
                 .foreground().thenApply(left -> null);
     }

@@ -134,7 +134,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public boolean delete() {
         return Blocking.join(client.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
-                List.of(name, channel, Names.expirablePermits(name), Names.requests(name)), List.of())) == 1L;
+                List.of(name, channel, Names.expirablePermits(name)), List.of())) == 1L;
     }
 
     @Override

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * whose reply never came is cancelled by that id (its permits come back if it took them, and a
  * late copy takes nothing); each release has one id for all its copies, and one that is not
  * confirmed in time is finished in the background. Redisson clients on the same name read and
- * change the same count and never see the request memory.
+ * change the same count and never read the request keys.
  */
 final class RedisSemaphore implements BatonSemaphore {
     private static final String MAX_PERMITS = Integer.toString(Integer.MAX_VALUE);
@@ -29,19 +29,13 @@ final class RedisSemaphore implements BatonSemaphore {
     private final BatonClient client;
     private final String name;
     private final String channel;
-    private final String requests;
     private final List<String> nameOnly;
-    private final List<String> acquireKeys;
-    private final List<String> changeKeys;
 
     RedisSemaphore(BatonClient client, String name) {
         this.client = client;
         this.name = Names.requireName(name);
         this.channel = Names.semaphoreChannel(name);
-        this.requests = Names.requests(name);
         this.nameOnly = List.of(name);
-        this.acquireKeys = List.of(name, requests);
-        this.changeKeys = List.of(name, channel, requests);
     }
 
     @Override
@@ -201,9 +195,9 @@ final class RedisSemaphore implements BatonSemaphore {
             throw new IllegalArgumentException("permits must not be negative, was " + permits);
         }
         CommandExecutor executor = client.executor();
-        return executor.<Long>evalUntilAnswered(Script.SEMAPHORE_TRY_SET, CommandExecutor.Reply.INTEGER, changeKeys,
-                        List.of(Integer.toString(permits), Requests.newId(), client.requests().memoryArg()),
-                        executor.timeout().toNanos())
+        return executor.<Long>evalUntilAnswered(Script.SEMAPHORE_TRY_SET, CommandExecutor.Reply.INTEGER,
+                        List.of(name, channel, Requests.key(name, Requests.newId())),
+                        List.of(Integer.toString(permits), client.requests().memoryArg()), executor.timeout().toNanos())
                 .thenApply(set -> set.value() == 1L);
     }
 
@@ -225,16 +219,17 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public CompletionStage<Boolean> deleteAsync() {
         return client.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
-                List.of(name, channel, Names.expirablePermits(name), requests), List.of()).thenApply(deleted -> deleted == 1L);
+                List.of(name, channel, Names.expirablePermits(name)), List.of()).thenApply(deleted -> deleted == 1L);
     }
 
     /** Adds permits (a release, addPermits, a late grant given back) as one exactly-once request. */
     private Requests.Delivery<Long> add(int permits, String id, String what) {
         client.checkOpen();
         Requests ids = client.requests();
-        return ids.deliver(Script.SEMAPHORE_ADD, CommandExecutor.Reply.INTEGER, changeKeys,
-                List.of(Integer.toString(permits), MAX_PERMITS, id, ids.memoryArg(), ids.forgets(requests)),
-                requests, id, what);
+        String key = Requests.key(name, id);
+        return ids.deliver(Script.SEMAPHORE_ADD, CommandExecutor.Reply.INTEGER,
+                ids.withForgotten(name, List.of(name, channel, key)),
+                List.of(Integer.toString(permits), MAX_PERMITS, ids.memoryArg()), name, key, what);
     }
 
     private AcquireEngine.Acquisition start(int permits, long waitNanos) {
@@ -250,8 +245,8 @@ final class RedisSemaphore implements BatonSemaphore {
     private final class PermitsAttempt implements AcquireEngine.Attempt {
         private final int permits;
         private final SemaphoreWaits.DeletionWatch deletion = new SemaphoreWaits.DeletionWatch();
-        /** The id of the latest attempt (the granted one, once granted). */
-        private String id;
+        /** The request key of the latest attempt. */
+        private String key;
 
         PermitsAttempt(int permits) {
             this.permits = permits;
@@ -265,13 +260,14 @@ final class RedisSemaphore implements BatonSemaphore {
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             client.checkOpen();
-            String attemptId = Requests.newId();
-            id = attemptId;
+            String attemptKey = Requests.key(name, Requests.newId());
+            key = attemptKey;
             Requests ids = client.requests();
-            return client.executor().<List<Object>>eval(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY, acquireKeys,
-                    List.of(Integer.toString(permits), attemptId, ids.memoryArg(), ids.forgets(requests))).thenApply(reply -> {
+            return client.executor().<List<Object>>eval(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY,
+                    ids.withForgotten(name, List.of(name, attemptKey)),
+                    List.of(Integer.toString(permits), ids.memoryArg())).thenApply(reply -> {
                         if ((Long) reply.get(0) == 1L) {
-                            ids.answered(requests, attemptId);
+                            ids.answered(name, attemptKey);
                             return AcquireEngine.Outcome.GRANTED;
                         }
                         deletion.check(name, (Long) reply.get(1) == 1L);
@@ -283,8 +279,8 @@ final class RedisSemaphore implements BatonSemaphore {
         public CompletableFuture<?> abandonUnknown() {
             // Cancel the attempt by its id: permits it took come back, a late copy takes none.
             Requests ids = client.requests();
-            return ids.deliver(Script.SEMAPHORE_CANCEL, CommandExecutor.Reply.INTEGER, changeKeys,
-                    List.of(Integer.toString(permits), id, ids.memoryArg()), requests, id,
+            return ids.deliver(Script.SEMAPHORE_CANCEL, CommandExecutor.Reply.INTEGER, List.of(name, channel, key),
+                    List.of(Integer.toString(permits), ids.memoryArg()), null, null,
                     "cancelling an unanswered acquire of " + permitsWord(permits) + " of semaphore '" + name + "'").foreground();
         }
 

@@ -10,7 +10,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.Queue;
-import java.util.StringJoiner;
+import java.util.ArrayList;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
@@ -22,19 +22,21 @@ import java.util.concurrent.TimeUnit;
  * latch's countDown, and both trySet calls. Locks need none of this (their scripts compare hold
  * counts) and neither does the permit-expirable semaphore (its permits have ids).
  *
- * A request carries a random id. Its script remembers the id in a small sorted set beside the
- * synchronizer, "baton_requests:{name}" (id -> expiry by the server's clock), written in the
- * same atomic script as the change itself, and does nothing for an id it remembers. So every
- * copy of one request counts once: copies Lettuce re-sends after a reconnect, copies Baton
- * re-sends after a failure, and copies that were on the wire when the caller gave up and ran
- * when Redis came back. An acquire that got no reply is undone by its id (semaphore_cancel),
- * which also marks the id cancelled, so a copy that arrives after the undo takes nothing.
+ * A request carries a random id. Its script remembers it in a key of its own beside the
+ * synchronizer, "baton_request:{name}:<id>" (same hash tag, same cluster slot), written in the
+ * same atomic script as the change itself with a PX expiry, and does nothing for a request
+ * whose key exists. So every copy of one request counts once: copies Lettuce re-sends after a
+ * reconnect, copies Baton re-sends after a failure, and copies that were on the wire when the
+ * caller gave up and ran when Redis came back. An acquire that got no reply is undone by its id
+ * (semaphore_cancel), which marks the key cancelled, so a copy that arrives after the undo
+ * takes nothing.
  *
- * How long an id is remembered bounds how far apart two copies may run: the memory is the
- * background horizon below plus four command timeouts. To keep the set small on a busy
- * semaphore, a client tells the script, on its next call on the same name, which of its earlier
- * requests were answered; those can have no further copy, so the script forgets them at once.
- * The set then holds about one id per request in flight, not one per request in the memory.
+ * How long a key lives bounds how far apart two copies may run: the background horizon below
+ * plus four command timeouts. To keep few keys alive on a busy semaphore, a client hands the
+ * script, on its next call on the same name, the keys of its earlier requests that were
+ * answered; those can have no further copy, so the script deletes them at once. About one key
+ * per request in flight stays, not one per request in the memory. (A sorted set of ids was
+ * tried first: its pruning by the server's clock made every script call about 7 us slower.)
  *
  * Releases are never silently lost: a release (or countDown) that is not confirmed within the
  * command timeout is reported to the caller (RedisUnavailableException), and Baton keeps
@@ -45,8 +47,13 @@ import java.util.concurrent.TimeUnit;
 final class Requests {
     private static final Logger log = LoggerFactory.getLogger(Requests.class);
 
-    /** How many answered ids one call asks its script to forget, at most. */
+    /** How many answered requests' keys one call asks its script to delete, at most. */
     private static final int FORGET_PER_CALL = 16;
+    /**
+     * Answered keys are handed to a script only once this many have gathered, so one DEL in
+     * eight calls does the forgetting instead of one in every call.
+     */
+    private static final int FORGET_BATCH = 8;
     /** How many answered ids a client remembers per name, waiting to be forgotten. */
     private static final int ANSWERED_PER_NAME = 256;
 
@@ -91,7 +98,12 @@ final class Requests {
         return "0".repeat(16 - hex.length()) + hex;
     }
 
-    /** How long a script remembers an id, in ms, as the script argument. */
+    /** The key that remembers request {@code id} on synchronizer {@code name}. */
+    static String key(String name, String id) {
+        return Names.request(name, id);
+    }
+
+    /** How long a request key lives, in ms, as the script argument. */
     String memoryArg() {
         return Long.toString(memoryMs);
     }
@@ -101,25 +113,33 @@ final class Requests {
         return Duration.ofNanos(horizonNanos);
     }
 
-    /** Ids of this client's answered requests on {@code requestsKey} for the script to forget, space-separated. */
-    String forgets(String requestsKey) {
-        Queue<String> queue = answered.getIfPresent(requestsKey);
-        if (queue == null) {
-            return "";
+    /**
+     * {@code keys} followed by the keys of this client's answered requests on {@code name}, for
+     * the script to delete (at most a few per call).
+     */
+    List<String> withForgotten(String name, List<String> keys) {
+        Queue<String> queue = answered.getIfPresent(name);
+        if (queue == null || queue.size() < FORGET_BATCH) {
+            return keys;
         }
-        StringJoiner ids = new StringJoiner(" ");
-        String id;
-        for (int i = 0; i < FORGET_PER_CALL && (id = queue.poll()) != null; i++) {
-            ids.add(id);
+        String key = queue.poll();
+        if (key == null) {
+            return keys;
         }
-        return ids.toString();
+        List<String> all = new ArrayList<>(keys.size() + FORGET_PER_CALL);
+        all.addAll(keys);
+        for (int i = 0; i < FORGET_PER_CALL && key != null; i++) {
+            all.add(key);
+            key = i + 1 < FORGET_PER_CALL ? queue.poll() : null;
+        }
+        return all;
     }
 
-    /** The request's reply arrived: no copy of it can come any more, so its id may be forgotten. */
-    void answered(String requestsKey, String id) {
-        Queue<String> queue = answered.get(requestsKey, k -> new ConcurrentLinkedQueue<>());
+    /** The request's reply arrived: no copy of it can come any more, so its key may be deleted. */
+    void answered(String name, String key) {
+        Queue<String> queue = answered.get(name, k -> new ConcurrentLinkedQueue<>());
         if (queue.size() < ANSWERED_PER_NAME) {
-            queue.add(id);
+            queue.add(key);
         }
     }
 
@@ -127,18 +147,19 @@ final class Requests {
      * Sends a request that must land exactly once (a release, a countDown, an undo). The
      * foreground re-sends it on connection failures within the command timeout; if it is still
      * not answered, the caller hears so and the same request is sent on in the background until
-     * answered or the horizon passes. {@code requestsKey} is null for a request whose script is
-     * idempotent by other means (a release by permit id): nothing is then remembered to forget.
+     * answered or the horizon passes. {@code name} and {@code key} name the request's key, to be
+     * deleted on the client's next call once answered; both are null for a request whose script
+     * is idempotent by other means (a release by permit id).
      */
     <T> Delivery<T> deliver(Script script, CommandExecutor.Reply reply, List<String> keys, List<String> args,
-                            String requestsKey, String id, String what) {
+                            String name, String key, String what) {
         long started = scheduler.nanoTime();
         CompletableFuture<T> landed = new CompletableFuture<>();
         CompletableFuture<T> foreground = new CompletableFuture<>();
         executor.<T>evalUntilAnswered(script, reply, keys, args, timeoutNanos).whenComplete((delivered, error) -> {
             if (error == null) {
-                if (requestsKey != null) {
-                    answered(requestsKey, id);
+                if (name != null) {
+                    answered(name, key);
                 }
                 foreground.complete(delivered.value());
                 landed.complete(delivered.value());
@@ -159,8 +180,8 @@ final class Requests {
                     what, Durations.readableNanos(left));
             executor.<T>evalUntilAnswered(script, reply, keys, args, left).whenComplete((late, lateError) -> {
                 if (lateError == null) {
-                    if (requestsKey != null) {
-                        answered(requestsKey, id);
+                    if (name != null) {
+                        answered(name, key);
                     }
                     log.info("{} confirmed after {}", what, Durations.readableNanos(scheduler.nanoTime() - started));
                     landed.complete(late.value());
