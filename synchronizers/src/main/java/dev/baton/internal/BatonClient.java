@@ -23,14 +23,19 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.ToIntFunction;
 
 /**
@@ -98,8 +103,9 @@ public final class BatonClient implements Baton {
             uris.add(parse(uri));
         }
         SocketOptions socket = SocketOptions.builder().connectTimeout(options.commandTimeout()).build();
+        ClientResources resources = ownedResources();
         if (options.cluster()) {
-            RedisClusterClient client = RedisClusterClient.create(uris);
+            RedisClusterClient client = RedisClusterClient.create(resources, uris);
             client.setOptions(ClusterClientOptions.builder()
                     .socketOptions(socket)
                     .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
@@ -111,10 +117,25 @@ public final class BatonClient implements Baton {
             throw new IllegalArgumentException("several Redis URIs given without cluster(true); give one URI, "
                     + "or a redis-sentinel:// URI listing the sentinels");
         }
-        RedisClient client = RedisClient.create(uris.get(0));
+        RedisClient client = RedisClient.create(resources, uris.get(0));
         client.setOptions(ClientOptions.builder().socketOptions(socket).build());
         return openStandalone(client, options, client);
     }
+
+    /**
+     * Lettuce resources for a client Baton owns: Lettuce's defaults, except that reconnect
+     * attempts back off to at most one second apart (Lettuce's default grows to 30 s), so after a
+     * failover or a restart the connections, and the waiters on them, are back within about a
+     * second of Redis answering again. Shut down with the client.
+     */
+    private static ClientResources ownedResources() {
+        return DefaultClientResources.builder()
+                .reconnectDelay(Delay.exponential(Duration.ofMillis(1), MAX_RECONNECT_DELAY, 2, TimeUnit.MILLISECONDS))
+                .build();
+    }
+
+    /** The longest pause between two reconnect attempts of a client Baton owns. */
+    static final Duration MAX_RECONNECT_DELAY = Duration.ofSeconds(1);
 
     /** Opens a client on an application-owned standalone or Sentinel client. */
     public static Baton open(RedisClient client, BatonOptions options) {
@@ -197,6 +218,7 @@ public final class BatonClient implements Baton {
         } finally {
             if (owned != null) {
                 owned.shutdown();
+                owned.getResources().shutdown();
             }
         }
     }
@@ -298,6 +320,7 @@ public final class BatonClient implements Baton {
             scheduler.close();
             if (ownedClient != null) {
                 ownedClient.shutdown();
+                ownedClient.getResources().shutdown();
             }
         }
     }
@@ -414,7 +437,7 @@ public final class BatonClient implements Baton {
             }
             args.add(lease.owner);
         }
-        return executor.<List<Object>>eval(script, CommandExecutor.Reply.ARRAY, keys, args)
+        return executor.<List<Object>>evalRenewal(script, CommandExecutor.Reply.ARRAY, keys, args)
                 .thenApply(reply -> {
                     List<Boolean> renewed = new ArrayList<>(reply.size());
                     for (Object flag : reply) {

@@ -123,6 +123,15 @@ final class CommandExecutor {
     }
 
     /**
+     * Runs a watchdog renewal once. With replica sync on it still waits for the replicas, so a
+     * renewed lease is on them before a failover, but too few acknowledgements do not fail it:
+     * the lease was extended on the master, which is what keeps the lock held.
+     */
+    <T> CompletableFuture<T> evalRenewal(Script script, Reply reply, List<String> keys, List<String> args) {
+        return this.<T>evalOnce(script, reply, keys, args, timeoutNanos, true, false).thenApply(Delivered::value);
+    }
+
+    /**
      * Sends a clean-up script once (an undo, leaving a queue) whose place in the connection's
      * order matters more than its reply: the reply is awaited for the command timeout, but a
      * copy that got none is not cancelled, so Lettuce still delivers it when the connection
@@ -141,6 +150,11 @@ final class CommandExecutor {
      */
     private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys,
                                                         List<String> args, long boundNanos, boolean cancelLate) {
+        return evalOnce(script, reply, keys, args, boundNanos, cancelLate, replicaSync.failWhenShort());
+    }
+
+    private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys, List<String> args,
+                                                        long boundNanos, boolean cancelLate, boolean failWhenShort) {
         String what = script.fileName() + " on '" + keys.get(0) + "'";
         if (closed) {
             return CompletableFuture.failedFuture(new IllegalStateException("this Baton client is closed; " + what + " was not sent"));
@@ -158,7 +172,7 @@ final class CommandExecutor {
             }
         });
         return replicaSync.replicas() > 0
-                ? done.thenCompose(delivered -> awaitReplicas(delivered, what, start + boundNanos)) : done;
+                ? done.thenCompose(delivered -> awaitReplicas(delivered, what, failWhenShort)) : done;
     }
 
     /**
@@ -226,19 +240,30 @@ final class CommandExecutor {
      * WAIT after a state change, on the same connection, so the replicas have it too. Fewer
      * acknowledgements than asked for is a ReplicaSyncException (a RedisUnavailableException,
      * so an acquire is undone by the engine) unless the options accept it. A server or proxy
-     * that refuses WAIT is reported once and not asked again. The script and its WAIT together
-     * end within the script's bound plus the replica-sync timeout.
+     * that refuses WAIT is reported once and not asked again.
+     *
+     * WAIT blocks the connection it runs on, and every client command shares that connection:
+     * if the replicas are gone, a full WAIT after every change would hold up everything behind
+     * it (renewals included, until leases were wrongly given up). So after a WAIT comes back
+     * short, the next ones wait at most SHORT_WAIT_MS, except for one full wait a second that
+     * finds out whether the replicas are back; a WAIT that gets its acknowledgements ends this.
+     * The script and its WAIT together end within the script's timeout, the replica-sync
+     * timeout and one more command timeout (for WAIT's own answer).
      */
-    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what, long scriptDeadline) {
+    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what, boolean failWhenShort) {
         if (waitUnsupported.get()) {
             return CompletableFuture.completedFuture(reply);
         }
+        long now = scheduler.nanoTime();
+        boolean probe = !replicasShort || now >= nextFullWait;
+        if (probe && replicasShort) {
+            nextFullWait = now + FULL_WAIT_EVERY_NANOS;
+        }
+        long waitMs = probe ? replicaSync.timeout().toMillis() : Math.min(SHORT_WAIT_MS, replicaSync.timeout().toMillis());
         CompletableFuture<Long> acked;
         try {
-            CompletableFuture<Long> sent = commands.get()
-                    .waitForReplication(replicaSync.replicas(), replicaSync.timeout().toMillis()).toCompletableFuture();
-            // WAIT blocks in Redis for up to its own timeout: bound it by that plus what is left of ours.
-            long bound = Math.max(1, scriptDeadline - scheduler.nanoTime()) + replicaSync.timeout().toNanos();
+            CompletableFuture<Long> sent = commands.get().waitForReplication(replicaSync.replicas(), waitMs).toCompletableFuture();
+            long bound = TimeUnit.MILLISECONDS.toNanos(waitMs) + timeoutNanos;
             acked = bounded(sent, "WAIT after " + what, what, bound, () -> sent.cancel(false));
         } catch (RuntimeException e) {
             acked = CompletableFuture.failedFuture(e);
@@ -256,16 +281,33 @@ final class CommandExecutor {
                 throw e instanceof RuntimeException re ? re : translate(e, "WAIT after " + what, what);
             }
             if (count < replicaSync.replicas()) {
+                if (!replicasShort) {
+                    replicasShort = true;
+                    nextFullWait = scheduler.nanoTime() + FULL_WAIT_EVERY_NANOS;
+                    LoggerHolder.log.warn("only {} of {} replicas acknowledged {} within {} ms; until they do again, "
+                            + "replica sync waits at most {} ms (one full wait a second)", count, replicaSync.replicas(),
+                            what, waitMs, SHORT_WAIT_MS);
+                }
                 String message = "only " + count + " of " + replicaSync.replicas() + " replicas acknowledged " + what
-                        + " within " + replicaSync.timeout();
-                if (replicaSync.failWhenShort()) {
+                        + " within " + Durations.readableNanos(TimeUnit.MILLISECONDS.toNanos(waitMs));
+                if (failWhenShort) {
                     throw new dev.baton.ReplicaSyncException(message, count, replicaSync.replicas());
                 }
                 LoggerHolder.log.debug("{}; accepted as configured", message);
+            } else if (replicasShort && probe) {
+                replicasShort = false;
+                LoggerHolder.log.info("the replicas acknowledge again; replica sync waits up to {} ms", waitMs);
             }
             return reply;
         });
     }
+
+    /** How long WAIT waits while the replicas are known to be short. */
+    private static final long SHORT_WAIT_MS = 10;
+    /** How often, while they are short, one WAIT waits the full replica-sync timeout. */
+    private static final long FULL_WAIT_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private volatile boolean replicasShort;
+    private volatile long nextFullWait;
 
     private static final class LoggerHolder {
         static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(CommandExecutor.class);

@@ -18,22 +18,45 @@ public final class RedisSentinelGroup implements AutoCloseable {
     private final RedisServer master;
     private final List<RedisServer> replicas;
     private final List<RedisServer> sentinels;
+    private final List<TcpProxy> replicaLinks;
 
-    private RedisSentinelGroup(RedisServer master, List<RedisServer> replicas, List<RedisServer> sentinels) {
+    private RedisSentinelGroup(RedisServer master, List<RedisServer> replicas, List<RedisServer> sentinels,
+                               List<TcpProxy> replicaLinks) {
         this.master = master;
         this.replicas = replicas;
         this.sentinels = sentinels;
+        this.replicaLinks = replicaLinks;
     }
 
     /** Starts the group and waits until replicas are in sync and every Sentinel sees them. */
     public static RedisSentinelGroup start(int replicaCount, int sentinelCount) {
+        return start(replicaCount, sentinelCount, Duration.ZERO);
+    }
+
+    /**
+     * Starts the group with a slow replication link: everybody reaches the master through a
+     * {@link TcpProxy} (so Sentinels, clients and replicas agree on its address), which delays
+     * only the replication connections by {@code replicaLinkLatency} each way. A write the master
+     * acknowledged is then missing on a replica for that long, unless WAIT waited for it.
+     */
+    public static RedisSentinelGroup start(int replicaCount, int sentinelCount, Duration replicaLinkLatency) {
         List<RedisServer> all = new ArrayList<>();
+        List<TcpProxy> links = new ArrayList<>();
         try {
             RedisServer master = RedisServer.start();
             all.add(master);
+            String masterHost = master.host();
+            int masterPort = master.port();
+            if (!replicaLinkLatency.isZero()) {
+                TcpProxy link = TcpProxy.start(master.host(), master.port());
+                link.setLatency(replicaLinkLatency);
+                link.setLatencyForReplicationOnly(true);
+                links.add(link);
+                masterPort = link.port();
+            }
             List<RedisServer> replicas = new ArrayList<>();
             for (int i = 0; i < replicaCount; i++) {
-                RedisServer replica = RedisServer.start("replicaof " + master.host() + " " + master.port());
+                RedisServer replica = RedisServer.start("replicaof " + masterHost + " " + masterPort);
                 all.add(replica);
                 replicas.add(replica);
             }
@@ -45,7 +68,7 @@ public final class RedisSentinelGroup implements AutoCloseable {
             List<RedisServer> sentinels = new ArrayList<>();
             for (int i = 0; i < sentinelCount; i++) {
                 RedisServer sentinel = RedisServer.startSentinel(List.of(
-                        "sentinel monitor " + MASTER_NAME + " " + master.host() + " " + master.port() + " " + quorum,
+                        "sentinel monitor " + MASTER_NAME + " " + masterHost + " " + masterPort + " " + quorum,
                         "sentinel down-after-milliseconds " + MASTER_NAME + " 1000",
                         "sentinel failover-timeout " + MASTER_NAME + " 3000",
                         "sentinel parallel-syncs " + MASTER_NAME + " 1"));
@@ -60,9 +83,10 @@ public final class RedisSentinelGroup implements AutoCloseable {
                                     && field(master0, "num-other-sentinels") >= sentinelCount - 1;
                         });
             }
-            return new RedisSentinelGroup(master, List.copyOf(replicas), List.copyOf(sentinels));
+            return new RedisSentinelGroup(master, List.copyOf(replicas), List.copyOf(sentinels), List.copyOf(links));
         } catch (RuntimeException | AssertionError e) {
             all.forEach(RedisServer::close);
+            links.forEach(TcpProxy::close);
             throw e;
         }
     }
@@ -122,10 +146,44 @@ public final class RedisSentinelGroup implements AutoCloseable {
         throw new IllegalStateException("no sentinel answered", last);
     }
 
+    /** The port the Sentinels gave for the original master (its proxy's, with a slow link). */
+    private int originalMasterPort() {
+        return replicaLinks.isEmpty() ? master.port() : replicaLinks.get(0).port();
+    }
+
     /** Waits until the Sentinels report a master other than the original one. */
     public void awaitFailover(Duration timeout) {
-        Await.until(timeout, () -> "a failover away from port " + master.port(),
-                () -> currentMaster().port() != master.port());
+        Await.until(timeout, () -> "a failover away from port " + originalMasterPort(),
+                () -> currentMaster().port() != originalMasterPort());
+    }
+
+    /**
+     * Waits until the Sentinels report a master other than the original one and it answers as a
+     * master (its promotion done); returns that server.
+     */
+    public RedisServer awaitPromotion(Duration timeout) {
+        RedisServer[] promoted = new RedisServer[1];
+        Await.until(timeout, () -> "a replica promoted in place of port " + originalMasterPort(), () -> {
+            int port = currentMaster().port();
+            for (RedisServer replica : replicas) {
+                if (replica.port() == port && ((String) replica.command("INFO", "replication")).contains("role:master")) {
+                    promoted[0] = replica;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return promoted[0];
+    }
+
+    /**
+     * The master's host vanishes: its replication links are cut first, so whatever they were still
+     * delaying never reaches a replica (as with a machine that crashed with its network), then
+     * the master is SIGKILLed.
+     */
+    public void crashMaster() {
+        replicaLinks.forEach(TcpProxy::cutAll);
+        master.kill();
     }
 
     /** Kills every process of the group. */
@@ -133,6 +191,7 @@ public final class RedisSentinelGroup implements AutoCloseable {
     public void close() {
         sentinels.forEach(RedisServer::close);
         replicas.forEach(RedisServer::close);
+        replicaLinks.forEach(TcpProxy::close);
         master.close();
     }
 }

@@ -28,6 +28,7 @@ public final class TcpProxy implements AutoCloseable {
     private final AtomicLong accepted = new AtomicLong();
     private final AtomicBoolean dropNextReply = new AtomicBoolean();
     private volatile long latencyNanos;
+    private volatile boolean latencyForReplicationOnly;
     private volatile boolean blackhole;
     private volatile boolean dropReplies;
     private volatile boolean refuse;
@@ -66,9 +67,21 @@ public final class TcpProxy implements AutoCloseable {
         return accepted.get();
     }
 
-    /** Delays every chunk of bytes by this much, in both directions. */
+    /**
+     * Delays every chunk of bytes by this much, in both directions. Chunks keep their order and
+     * are not held up by each other: a link with latency, not a slow one.
+     */
     public void setLatency(Duration oneWayDelay) {
         latencyNanos = oneWayDelay.toNanos();
+    }
+
+    /**
+     * While on, the latency applies only to replication links (a connection on which the client
+     * has sent REPLCONF or PSYNC, as a replica does), so a master's clients and Sentinels reach it
+     * at once through the same address while its replicas lag behind.
+     */
+    public void setLatencyForReplicationOnly(boolean on) {
+        latencyForReplicationOnly = on;
     }
 
     /** Closes every current connection; new ones are still accepted. */
@@ -145,6 +158,7 @@ public final class TcpProxy implements AutoCloseable {
         private final Socket client;
         private final Socket server;
         private final AtomicBoolean open = new AtomicBoolean(true);
+        private volatile boolean replication;
 
         Pipe(Socket client, Socket server) {
             this.client = client;
@@ -162,25 +176,61 @@ public final class TcpProxy implements AutoCloseable {
             return t;
         }
 
+        /** A chunk read, to be written at {@code due} (System.nanoTime()). */
+        private record Chunk(byte[] bytes, long due) {
+        }
+
+        private long delayFor() {
+            return latencyForReplicationOnly && !replication ? 0 : latencyNanos;
+        }
+
         private void pump(Socket from, Socket to, boolean fromServer) {
+            // Reads here; a writer thread writes each chunk when it is due, in order, so latency
+            // delays every chunk by the same amount without holding the next one back.
+            java.util.concurrent.BlockingQueue<Chunk> due = new java.util.concurrent.LinkedBlockingQueue<>();
+            Thread writer = new Thread(() -> write(to, due), Thread.currentThread().getName() + "-writer");
+            writer.setDaemon(true);
+            writer.start();
             byte[] buffer = new byte[16 * 1024];
             try {
                 InputStream in = from.getInputStream();
-                OutputStream out = to.getOutputStream();
                 int n;
                 while ((n = in.read(buffer)) >= 0) {
                     if (fromServer && dropNextReply.compareAndSet(true, false)) {
                         cutAll();
                         return;
                     }
+                    if (!fromServer && !replication) {
+                        String text = new String(buffer, 0, n, java.nio.charset.StandardCharsets.ISO_8859_1).toUpperCase(java.util.Locale.ROOT);
+                        replication = text.contains("REPLCONF") || text.contains("PSYNC");
+                    }
                     if (blackhole || (fromServer && dropReplies)) {
                         continue;
                     }
-                    long delay = latencyNanos;
-                    if (delay > 0) {
-                        Thread.sleep(delay / 1_000_000, (int) (delay % 1_000_000));
+                    due.add(new Chunk(java.util.Arrays.copyOf(buffer, n), System.nanoTime() + delayFor()));
+                }
+                // An orderly close travels behind the data, like a FIN.
+                due.add(new Chunk(null, System.nanoTime() + delayFor()));
+            } catch (IOException e) {
+                // reset, or cut by the test
+                writer.interrupt();
+                close();
+            }
+        }
+
+        private void write(Socket to, java.util.concurrent.BlockingQueue<Chunk> due) {
+            try {
+                OutputStream out = to.getOutputStream();
+                while (open.get()) {
+                    Chunk chunk = due.take();
+                    long wait = chunk.due() - System.nanoTime();
+                    if (wait > 0) {
+                        Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
                     }
-                    out.write(buffer, 0, n);
+                    if (!open.get() || chunk.bytes() == null) {
+                        return; // cut while the chunk was on its way (it is lost), or the closing FIN
+                    }
+                    out.write(chunk.bytes());
                     out.flush();
                 }
             } catch (IOException | InterruptedException e) {
