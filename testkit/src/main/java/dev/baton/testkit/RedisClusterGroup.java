@@ -26,8 +26,10 @@ public final class RedisClusterGroup implements AutoCloseable {
         try {
             int total = masterCount * (1 + replicasPerMaster);
             for (int i = 0; i < total; i++) {
+                // No 5 s pause before a replica's first sync (Redis's default diskless delay): a
+                // replica that never synced refuses to fail over.
                 nodes.add(RedisServer.start("cluster-enabled yes", "cluster-config-file nodes.conf",
-                        "cluster-node-timeout 2000"));
+                        "cluster-node-timeout 2000", "repl-diskless-sync-delay 0"));
             }
             RedisServer first = nodes.get(0);
             for (RedisServer node : nodes.subList(1, nodes.size())) {
@@ -48,6 +50,10 @@ public final class RedisClusterGroup implements AutoCloseable {
                     replica.command("CLUSTER", "REPLICATE", masterId);
                     return true;
                 });
+            }
+            for (RedisServer replica : nodes.subList(masterCount, nodes.size())) {
+                Await.until(Duration.ofSeconds(30), () -> "replica " + replica.port() + " to finish its first sync",
+                        () -> ((String) replica.command("INFO", "replication")).contains("master_link_status:up"));
             }
             Await.until(Duration.ofSeconds(30), () -> "cluster_state:ok on every node",
                     () -> nodes.stream().allMatch(n -> ((String) n.command("CLUSTER", "INFO")).contains("cluster_state:ok")));
@@ -103,6 +109,137 @@ public final class RedisClusterGroup implements AutoCloseable {
         List<String> uris = new ArrayList<>();
         nodes.forEach(n -> uris.add(n.uri()));
         return uris;
+    }
+
+    /** The node id of a node ({@code CLUSTER MYID}). */
+    public static String idOf(RedisServer node) {
+        return (String) node.command("CLUSTER", "MYID");
+    }
+
+    /** The running master that owns {@code slot} now, as the live nodes see it. */
+    public RedisServer ownerOf(int slot) {
+        for (RedisServer node : nodes) {
+            if (!node.isRunning()) {
+                continue;
+            }
+            for (Object range : (List<?>) node.command("CLUSTER", "SLOTS")) {
+                List<?> r = (List<?>) range;
+                if ((Long) r.get(0) <= slot && slot <= (Long) r.get(1)) {
+                    long port = (Long) ((List<?>) r.get(2)).get(1);
+                    for (RedisServer candidate : nodes) {
+                        if (candidate.port() == port) {
+                            return candidate;
+                        }
+                    }
+                }
+            }
+        }
+        throw new IllegalStateException("no running master owns slot " + slot);
+    }
+
+    /**
+     * Moves {@code slot} from its owner to {@code target} live, as redis-cli --cluster reshard
+     * does: IMPORTING on the target, MIGRATING on the source, MIGRATE of its keys in batches
+     * ({@code between} runs after each batch, for tests that act mid-migration), then the slot
+     * assigned to the target on every master.
+     */
+    public void migrateSlot(int slot, RedisServer target, Runnable between) {
+        migrateSlot(slot, target, between, List.of());
+    }
+
+    /**
+     * As {@link #migrateSlot(int, RedisServer, Runnable)}, moving the keys {@code last} only
+     * after every other key of the slot: until then a command that touches one of them and a key
+     * that does not exist yet gets TRYAGAIN from the source.
+     */
+    public void migrateSlot(int slot, RedisServer target, Runnable between, List<String> last) {
+        RedisServer source = ownerOf(slot);
+        if (source == target) {
+            throw new IllegalArgumentException("slot " + slot + " is on " + target + " already");
+        }
+        String sourceId = idOf(source);
+        String targetId = idOf(target);
+        target.command("CLUSTER", "SETSLOT", Integer.toString(slot), "IMPORTING", sourceId);
+        source.command("CLUSTER", "SETSLOT", Integer.toString(slot), "MIGRATING", targetId);
+        while (true) {
+            List<String> all = ((List<?>) source.command("CLUSTER", "GETKEYSINSLOT", Integer.toString(slot), "1000"))
+                    .stream().map(String.class::cast).toList();
+            List<String> keys = all.stream().filter(k -> !last.contains(k)).limit(10).toList();
+            if (keys.isEmpty()) {
+                keys = all;
+            }
+            if (keys.isEmpty()) {
+                break;
+            }
+            List<String> migrate = new ArrayList<>(List.of("MIGRATE", target.host(), Integer.toString(target.port()), "",
+                    "0", "5000", "KEYS"));
+            migrate.addAll(keys);
+            source.command(migrate.toArray(String[]::new));
+            between.run();
+        }
+        for (RedisServer master : runningMasters()) {
+            master.command("CLUSTER", "SETSLOT", Integer.toString(slot), "NODE", targetId);
+        }
+    }
+
+    /** The running replicas of {@code master}, as each replica sees itself. */
+    public List<RedisServer> replicasOf(RedisServer master) {
+        String masterId = idOf(master);
+        List<RedisServer> replicas = new ArrayList<>();
+        for (RedisServer node : nodes) {
+            if (node != master && node.isRunning() && ((String) node.command("CLUSTER", "NODES")).lines()
+                    .anyMatch(l -> l.contains("myself") && l.contains("slave " + masterId))) {
+                replicas.add(node);
+            }
+        }
+        return replicas;
+    }
+
+    private static String logTail(RedisServer node) {
+        try {
+            List<String> lines = java.nio.file.Files.readAllLines(node.logFile()).stream()
+                    .filter(l -> !l.contains("MASTER") && !l.contains("SYNC")).toList();
+            return node + ":\n  " + String.join("\n  ", lines.subList(Math.max(0, lines.size() - 15), lines.size())) + "\n";
+        } catch (java.io.IOException e) {
+            return node + ": no log (" + e + ")\n";
+        }
+    }
+
+    /** The nodes that are masters now and running. */
+    public List<RedisServer> runningMasters() {
+        List<RedisServer> running = new ArrayList<>();
+        for (RedisServer node : nodes) {
+            if (node.isRunning() && ((List<?>) node.command("ROLE")).get(0).equals("master")) {
+                running.add(node);
+            }
+        }
+        return running;
+    }
+
+    /**
+     * SIGKILLs {@code master} and waits until one of its replicas has been promoted and every
+     * running node reports {@code cluster_state:ok}; returns the promoted replica.
+     */
+    public RedisServer failOver(RedisServer master, Duration timeout) {
+        List<RedisServer> replicas = replicasOf(master);
+        if (replicas.isEmpty()) {
+            throw new IllegalStateException(master + " has no replica to fail over to");
+        }
+        master.kill();
+        RedisServer[] promoted = new RedisServer[1];
+        Await.until(timeout, () -> "a replica of " + master + " promoted; the replicas' logs end with:\n"
+                + replicas.stream().map(RedisClusterGroup::logTail).reduce("", String::concat), () -> {
+            for (RedisServer replica : replicas) {
+                if (((List<?>) replica.command("ROLE")).get(0).equals("master")) {
+                    promoted[0] = replica;
+                    return true;
+                }
+            }
+            return false;
+        });
+        Await.until(timeout, () -> "cluster_state:ok on every running node", () -> nodes.stream().filter(RedisServer::isRunning)
+                .allMatch(n -> ((String) n.command("CLUSTER", "INFO")).contains("cluster_state:ok")));
+        return promoted[0];
     }
 
     /** Kills every node. */
