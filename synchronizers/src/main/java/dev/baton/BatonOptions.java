@@ -104,7 +104,7 @@ public final class BatonOptions {
     /**
      * How many replicas must acknowledge each state change (acquire, release, renewal,
      * semaphore change) before it counts as done: Redis {@code WAIT}. 0 (the default) = none.
-     * Not applied in Redis Cluster mode (a warning says so once).
+     * In Redis Cluster mode {@code WAIT} runs on the master that owns the name's slot.
      */
     public int replicaSyncReplicas() {
         return replicaSyncReplicas;

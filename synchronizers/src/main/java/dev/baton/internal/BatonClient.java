@@ -59,6 +59,8 @@ public final class BatonClient implements Baton {
     private final RenewalRegistry renewals;
     private final Requests requests;
     private volatile boolean closed;
+    /** The cluster's slot-map refresh (null outside a cluster). */
+    private TopologyRefresh topologyRefresh;
 
     private BatonClient(BatonOptions options, AbstractRedisClient ownedClient,
                         StatefulConnection<String, String> connection,
@@ -71,9 +73,7 @@ public final class BatonClient implements Baton {
         this.pubSubConnection = pubSubConnection;
         this.scheduler = new NettyScheduler();
         CommandExecutor.ReplicaSync sync = CommandExecutor.ReplicaSync.OFF;
-        if (options.replicaSyncReplicas() > 0 && cluster) {
-            log.warn("replica sync (WAIT) is not applied in Redis Cluster mode; BatonOptions.replicaSync is ignored");
-        } else if (options.replicaSyncReplicas() > 0) {
+        if (options.replicaSyncReplicas() > 0) {
             sync = new CommandExecutor.ReplicaSync(options.replicaSyncReplicas(), options.replicaSyncTimeout(),
                     options.replicaSyncFailure() == BatonOptions.ReplicaSyncFailure.FAIL);
         }
@@ -108,8 +108,15 @@ public final class BatonClient implements Baton {
             RedisClusterClient client = RedisClusterClient.create(resources, uris);
             client.setOptions(ClusterClientOptions.builder()
                     .socketOptions(socket)
+                    // A command for a master that is down fails at once instead of waiting in the
+                    // dead node's queue for the command timeout: waits retry (asking for a topology
+                    // refresh each time) and reach the promoted replica soon after its promotion.
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                     .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
-                            .enableAllAdaptiveRefreshTriggers().build())
+                            .enableAllAdaptiveRefreshTriggers()
+                            // A MOVED after a migration refreshes within a second, not after 30 s.
+                            .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1))
+                            .build())
                     .build());
             return openCluster(client, options, client);
         }
@@ -162,6 +169,7 @@ public final class BatonClient implements Baton {
 
     private static Baton openCluster(RedisClusterClient client, BatonOptions options, AbstractRedisClient owned) {
         StatefulRedisClusterConnection<String, String> connection = null;
+        TopologyRefresh refresh = null;
         try {
             connection = client.connect(StringCodec.UTF8);
             io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection<String, String> pubSub =
@@ -169,9 +177,34 @@ public final class BatonClient implements Baton {
             StatefulRedisClusterConnection<String, String> c = connection;
             // Redis 7+ clusters: sharded pub/sub, as Redisson picks it there (interop needs the same).
             boolean sharded = majorVersion(connection.sync().info("server")) >= 7;
-            return new BatonClient(options, owned, connection, c::async, pubSub, true,
-                    sharded ? executor -> new ShardedSubscriber(c, pubSub) : null);
+            refresh = new TopologyRefresh(client);
+            TopologyRefresh r = refresh;
+            BatonClient baton = new BatonClient(options, owned, connection, c::async, pubSub, true, sharded ? executor -> {
+                ShardedSubscriber subscriber = new ShardedSubscriber(c, pubSub, r);
+                r.onChange(subscriber::follow);
+                return subscriber;
+            } : null);
+            baton.executor.onUnreachable(refresh);
+            // WAIT counts the acknowledgements of its own connection's writes: it must run on the
+            // connection the script went to, Lettuce's write connection to the slot's master,
+            // which Lettuce keys by host and port.
+            baton.executor.routeWait(key -> {
+                io.lettuce.core.cluster.models.partitions.RedisClusterNode owner =
+                        c.getPartitions().getMasterBySlot(SlotHash.getSlot(key));
+                if (owner == null) {
+                    return CompletableFuture.failedFuture(new io.lettuce.core.RedisConnectionException(
+                            "no master serves the slot of " + key));
+                }
+                return c.getConnectionAsync(owner.getUri().getHost(), owner.getUri().getPort(),
+                        io.lettuce.core.protocol.ConnectionIntent.WRITE).<io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands<String, String>>thenApply(
+                                StatefulRedisConnection::async);
+            });
+            baton.topologyRefresh = refresh;
+            return baton;
         } catch (RuntimeException e) {
+            if (refresh != null) {
+                refresh.close();
+            }
             closeQuietly(connection, owned);
             throw connectFailed(e, options);
         }
@@ -307,6 +340,9 @@ public final class BatonClient implements Baton {
             return;
         }
         closed = true;
+        if (topologyRefresh != null) {
+            topologyRefresh.close();
+        }
         executor.close();
         renewals.close();
         pubSub.close();

@@ -110,6 +110,7 @@ final class CommandExecutor {
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
         this.replicaSync = replicaSync;
+        this.waitRoute = key -> CompletableFuture.completedFuture(commands.get());
     }
 
     /** Runs a script once and returns its reply. */
@@ -159,20 +160,67 @@ final class CommandExecutor {
         if (closed) {
             return CompletableFuture.failedFuture(new IllegalStateException("this Baton client is closed; " + what + " was not sent"));
         }
-        long start = scheduler.nanoTime();
         AtomicReference<AsyncCommand<String, String, T>> current = new AtomicReference<>();
-        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current)
-                .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
-                        ? dispatch(script, false, reply, keys, args, current)
-                        : CompletableFuture.failedFuture(e));
+        java.util.concurrent.atomic.AtomicBoolean givenUp = new java.util.concurrent.atomic.AtomicBoolean();
+        long deadline = scheduler.nanoTime() + boundNanos;
+        CompletableFuture<Delivered<T>> sent = send(script, reply, keys, args, current, cancelLate ? deadline : 0, 0, givenUp);
         CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0), boundNanos, () -> {
+            givenUp.set(true);
             AsyncCommand<String, String, T> command = current.get();
             if (command != null && cancelLate) {
                 command.cancel(false);
             }
         });
         return replicaSync.replicas() > 0
-                ? done.thenCompose(delivered -> awaitReplicas(delivered, what, failWhenShort)) : done;
+                ? done.thenCompose(delivered -> awaitReplicas(delivered, what, keys.get(0), failWhenShort)) : done;
+    }
+
+    /**
+     * Sends a script as EVALSHA, as EVAL after a NOSCRIPT. A reply that says the script did not
+     * run because the server cannot serve it right now (TRYAGAIN while a slot is half-migrated,
+     * CLUSTERDOWN, LOADING, MASTERDOWN, BUSY) is followed by another copy after a short, capped
+     * pause until {@code retryUntil} (a nano time; 0: never), which is always safe: nothing ran.
+     * A clean-up is not retried (see {@link #evalCleanup}): its place in the order is the point.
+     */
+    private <T> CompletableFuture<Delivered<T>> send(Script script, Reply reply, List<String> keys, List<String> args,
+                                                    AtomicReference<AsyncCommand<String, String, T>> current,
+                                                    long retryUntil, int refusals,
+                                                    java.util.concurrent.atomic.AtomicBoolean givenUp) {
+        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current)
+                .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
+                        ? dispatch(script, false, reply, keys, args, current)
+                        : CompletableFuture.failedFuture(e));
+        if (retryUntil == 0) {
+            return sent;
+        }
+        return sent.exceptionallyCompose(e -> {
+            long pause = backoffNanos(refusals);
+            if (!isNotRun(e) || givenUp.get() || closed || scheduler.nanoTime() + pause >= retryUntil) {
+                return CompletableFuture.failedFuture(e);
+            }
+            CompletableFuture<Delivered<T>> again = new CompletableFuture<>();
+            scheduler.schedule(() -> {
+                if (givenUp.get()) {
+                    again.completeExceptionally(e);
+                    return;
+                }
+                this.<T>send(script, reply, keys, args, current, retryUntil, refusals + 1, givenUp)
+                        .whenComplete((value, error) -> {
+                            if (error == null) {
+                                again.complete(value);
+                            } else {
+                                again.completeExceptionally(error);
+                            }
+                        });
+            }, pause, TimeUnit.NANOSECONDS);
+            return again;
+        });
+    }
+
+    /** Whether an error reply says the command did not run because the server cannot serve it now. */
+    static boolean isNotRun(Throwable error) {
+        Throwable e = unwrap(error);
+        return e instanceof RedisCommandExecutionException && TEMPORARY.matcher(String.valueOf(e.getMessage())).find();
     }
 
     /**
@@ -250,7 +298,8 @@ final class CommandExecutor {
      * The script and its WAIT together end within the script's timeout, the replica-sync
      * timeout and one more command timeout (for WAIT's own answer).
      */
-    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what, boolean failWhenShort) {
+    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what, String key,
+                                                             boolean failWhenShort) {
         if (waitUnsupported.get()) {
             return CompletableFuture.completedFuture(reply);
         }
@@ -262,7 +311,8 @@ final class CommandExecutor {
         long waitMs = probe ? replicaSync.timeout().toMillis() : Math.min(SHORT_WAIT_MS, replicaSync.timeout().toMillis());
         CompletableFuture<Long> acked;
         try {
-            CompletableFuture<Long> sent = commands.get().waitForReplication(replicaSync.replicas(), waitMs).toCompletableFuture();
+            CompletableFuture<Long> sent = waitRoute.apply(key)
+                    .thenCompose(node -> node.waitForReplication(replicaSync.replicas(), waitMs).toCompletableFuture());
             long bound = TimeUnit.MILLISECONDS.toNanos(waitMs) + timeoutNanos;
             acked = bounded(sent, "WAIT after " + what, what, bound, () -> sent.cancel(false));
         } catch (RuntimeException e) {
@@ -302,6 +352,18 @@ final class CommandExecutor {
         });
     }
 
+    /**
+     * The commands of the connection a change of {@code key} was written on, where WAIT must run
+     * (it counts the acknowledgements of that connection's writes): the one connection outside a
+     * cluster; in a cluster, the connection to the master that owns the key's slot.
+     */
+    private volatile Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute;
+
+    /** Routes WAIT as {@code route} says (a cluster's slot owner). */
+    void routeWait(Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
+        this.waitRoute = route;
+    }
+
     /** How long WAIT waits while the replicas are known to be short. */
     private static final long SHORT_WAIT_MS = 10;
     /** How often, while they are short, one WAIT waits the full replica-sync timeout. */
@@ -329,6 +391,16 @@ final class CommandExecutor {
         return bounded(sent, command + " on '" + key + "'", key, timeoutNanos, () -> pending.cancel(false));
     }
 
+    private volatile Runnable onUnreachable = () -> { };
+
+    /**
+     * Runs {@code hook} whenever a command fails because Redis could not be reached or did not
+     * answer in time (the cluster client refreshes its slot map then). It must not block.
+     */
+    void onUnreachable(Runnable hook) {
+        this.onUnreachable = hook;
+    }
+
     /** Bounds a Redis future that must not be cancelled (pub/sub ones) by the command timeout, translating errors. */
     <T> CompletableFuture<T> bounded(CompletableFuture<T> sent, String what, String key) {
         return bounded(sent, what, key, timeoutNanos, () -> { });
@@ -346,6 +418,7 @@ final class CommandExecutor {
                     + Durations.readableNanos(boundNanos) + (boundNanos == timeoutNanos ? " (BatonOptions.commandTimeout)" : ""),
                     null))) {
                 onTimeout.run();
+                onUnreachable.run();
             }
         }, boundNanos, TimeUnit.NANOSECONDS);
         sent.whenComplete((value, error) -> {
@@ -358,7 +431,11 @@ final class CommandExecutor {
                 result.completeExceptionally(new IllegalStateException(
                         "this Baton client is closed; " + what + " did not complete", unwrap(error)));
             } else {
-                result.completeExceptionally(translate(error, what, key));
+                RuntimeException translated = translate(error, what, key);
+                if (isConnectionFailure(translated)) {
+                    onUnreachable.run();
+                }
+                result.completeExceptionally(translated);
             }
         });
         return result;

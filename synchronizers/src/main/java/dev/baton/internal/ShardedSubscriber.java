@@ -1,31 +1,74 @@
 package dev.baton.internal;
 
+import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
+import io.lettuce.core.cluster.pubsub.RedisClusterPubSubAdapter;
 import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
-/**
+/*
  * Sharded pub/sub in a Redis 7+ cluster (what Redisson uses there, so both clients meet): a
  * channel lives on the master of its slot, so SSUBSCRIBE and SUNSUBSCRIBE go to that node's
  * connection, and Lettuce's node-message propagation hands the messages to the service's
- * listener. If the slot moves, the subscription is lost; waiters then fall back on their TTL
- * re-checks, and the next waiter subscribes on the new owner.
+ * listener.
+ *
+ * A channel follows its slot. When a slot moves to another master (a live migration, a
+ * failover), the old owner's subscription is gone: after a migration the server says so with an
+ * unsolicited SUNSUBSCRIBE, after a failover the node is simply dead. Either way the channel is
+ * subscribed again on the slot's owner: on the server's SUNSUBSCRIBE by asking the old node again
+ * (it answers MOVED with the new owner's address), on a topology change by the owner Lettuce's
+ * refreshed partitions name. The new subscription's confirmation wakes every waiter on the channel
+ * to re-check (PubSubService), since what was published in between is lost.
+ *
+ * The map records where each channel is (to be) subscribed, by address: SUNSUBSCRIBE of a channel
+ * goes to the connection its SSUBSCRIBE went to.
  */
 final class ShardedSubscriber implements PubSubService.Subscriber {
+    private static final Logger log = LoggerFactory.getLogger(ShardedSubscriber.class);
+    private static final Pattern MOVED = Pattern.compile("(?:MOVED|ASK) \\d+ (\\S+):(\\d+)");
+    /** A MOVED reply followed this many times in a row is given up (the topology is changing under us). */
+    private static final int MAX_HOPS = 3;
+
+    /** A node's address. */
+    record Node(String host, int port) {
+        static Node of(RedisClusterNode node) {
+            RedisURI uri = node.getUri();
+            return new Node(uri.getHost(), uri.getPort());
+        }
+
+        @Override
+        public String toString() {
+            return host + ":" + port;
+        }
+    }
+
     private final StatefulRedisClusterConnection<String, String> commands;
     private final StatefulRedisClusterPubSubConnection<String, String> pubSub;
-    private final Map<String, String> nodeOfChannel = new ConcurrentHashMap<>();
+    private final Runnable refreshTopology;
+    private final Map<String, Node> nodeOfChannel = new ConcurrentHashMap<>();
 
     ShardedSubscriber(StatefulRedisClusterConnection<String, String> commands,
-                      StatefulRedisClusterPubSubConnection<String, String> pubSub) {
+                      StatefulRedisClusterPubSubConnection<String, String> pubSub, Runnable refreshTopology) {
         this.commands = commands;
         this.pubSub = pubSub;
+        this.refreshTopology = refreshTopology;
         pubSub.setNodeMessagePropagation(true);
+        pubSub.addListener(new RedisClusterPubSubAdapter<>() {
+            @Override
+            public void sunsubscribed(RedisClusterNode node, String channel, long count) {
+                onUnsubscribed(node, channel);
+            }
+        });
     }
 
     @Override
@@ -35,18 +78,82 @@ final class ShardedSubscriber implements PubSubService.Subscriber {
             return CompletableFuture.failedFuture(new io.lettuce.core.RedisConnectionException(
                     "no master serves the slot of channel " + channel));
         }
-        nodeOfChannel.put(channel, owner.getNodeId());
-        return pubSub.getConnectionAsync(owner.getNodeId())
-                .thenCompose(node -> node.async().ssubscribe(channel).toCompletableFuture());
+        Node node = Node.of(owner);
+        nodeOfChannel.put(channel, node);
+        return subscribeAt(channel, node, 0);
     }
 
     @Override
     public CompletableFuture<Void> unsubscribe(String channel) {
-        String nodeId = nodeOfChannel.remove(channel);
-        if (nodeId == null) {
+        Node node = nodeOfChannel.remove(channel);
+        if (node == null) {
             return CompletableFuture.completedFuture(null);
         }
-        return pubSub.getConnectionAsync(nodeId)
-                .thenCompose(node -> node.async().sunsubscribe(channel).toCompletableFuture());
+        return connection(node).thenCompose(c -> c.async().sunsubscribe(channel).toCompletableFuture());
+    }
+
+    /**
+     * Subscribes again every channel whose slot the current partitions give to another master
+     * than the one it is subscribed on. Called after each topology refresh.
+     */
+    void follow() {
+        for (Map.Entry<String, Node> entry : nodeOfChannel.entrySet()) {
+            String channel = entry.getKey();
+            RedisClusterNode owner = commands.getPartitions().getMasterBySlot(SlotHash.getSlot(channel));
+            if (owner == null) {
+                continue;
+            }
+            Node now = Node.of(owner);
+            if (!now.equals(entry.getValue()) && nodeOfChannel.replace(channel, entry.getValue(), now)) {
+                log.debug("channel {} moved from {} to {} with its slot; subscribing there", channel, entry.getValue(), now);
+                resubscribe(channel, now);
+            }
+        }
+    }
+
+    /** How many channels are subscribed on {@code node} now (for tests). */
+    long channelsOn(String host, int port) {
+        Node node = new Node(host, port);
+        return nodeOfChannel.values().stream().filter(node::equals).count();
+    }
+
+    private void onUnsubscribed(RedisClusterNode from, String channel) {
+        Node node = Node.of(from);
+        if (node.equals(nodeOfChannel.get(channel))) {
+            // Not our own SUNSUBSCRIBE (that removes the channel from the map first): the server
+            // dropped the channel because its slot moved away. Ask the node again: MOVED says where to.
+            log.debug("{} dropped channel {} (its slot moved); following it", node, channel);
+            resubscribe(channel, node);
+            refreshTopology.run();
+        }
+    }
+
+    private void resubscribe(String channel, Node node) {
+        subscribeAt(channel, node, 0).exceptionally(e -> {
+            log.debug("re-subscribing {} on {} failed; its waiters re-check by their timers", channel, node, e);
+            return null;
+        });
+    }
+
+    /** SSUBSCRIBE on {@code node}, following a MOVED or ASK reply to the node it names. */
+    private CompletableFuture<Void> subscribeAt(String channel, Node node, int hops) {
+        return connection(node)
+                .thenCompose(c -> c.async().ssubscribe(channel).toCompletableFuture())
+                .exceptionallyCompose(e -> {
+                    Matcher moved = MOVED.matcher(String.valueOf(CommandExecutor.unwrap(e).getMessage()));
+                    if (!moved.find() || hops >= MAX_HOPS) {
+                        return CompletableFuture.failedFuture(e);
+                    }
+                    Node target = new Node(moved.group(1), Integer.parseInt(moved.group(2)));
+                    if (!nodeOfChannel.replace(channel, node, target)) {
+                        return CompletableFuture.completedFuture(null); // left, or already followed elsewhere
+                    }
+                    refreshTopology.run();
+                    return subscribeAt(channel, target, hops + 1);
+                });
+    }
+
+    private CompletableFuture<StatefulRedisPubSubConnection<String, String>> connection(Node node) {
+        return pubSub.getConnectionAsync(node.host(), node.port());
     }
 }
