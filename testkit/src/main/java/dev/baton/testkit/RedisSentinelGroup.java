@@ -6,7 +6,7 @@ import java.util.List;
 
 /**
  * A master, its replicas and Sentinels watching it as {@code mymaster}, tuned to fail over
- * within seconds: down-after 1 s, failover timeout 3 s.
+ * within seconds: down-after 1 s (unless given), failover timeout 3 s.
  */
 public final class RedisSentinelGroup implements AutoCloseable {
     private static final String MASTER_NAME = "mymaster";
@@ -40,17 +40,35 @@ public final class RedisSentinelGroup implements AutoCloseable {
      * acknowledged is then missing on a replica for that long, unless WAIT waited for it.
      */
     public static RedisSentinelGroup start(int replicaCount, int sentinelCount, Duration replicaLinkLatency) {
+        return start(replicaCount, sentinelCount, replicaLinkLatency, false, Duration.ofSeconds(1));
+    }
+
+    /**
+     * Starts the group with the original master behind a {@link TcpProxy} that carries all its
+     * traffic (clients, Sentinels, replicas), for faults injected there ({@link #masterProxy()});
+     * the master runs with {@code masterConfig} (e.g. AOF settings). After a failover the
+     * Sentinels name the promoted replica's own address, which no proxy fronts.
+     */
+    public static RedisSentinelGroup startBehindProxy(int replicaCount, int sentinelCount, Duration downAfter,
+                                                      String... masterConfig) {
+        return start(replicaCount, sentinelCount, Duration.ZERO, true, downAfter, masterConfig);
+    }
+
+    private static RedisSentinelGroup start(int replicaCount, int sentinelCount, Duration replicaLinkLatency,
+                                            boolean proxyAll, Duration downAfter, String... masterConfig) {
         List<RedisServer> all = new ArrayList<>();
         List<TcpProxy> links = new ArrayList<>();
         try {
-            RedisServer master = RedisServer.start();
+            List<String> config = new ArrayList<>(List.of(masterConfig));
+            config.add("repl-diskless-sync-delay 0");
+            RedisServer master = RedisServer.start(config.toArray(String[]::new));
             all.add(master);
             String masterHost = master.host();
             int masterPort = master.port();
-            if (!replicaLinkLatency.isZero()) {
+            if (!replicaLinkLatency.isZero() || proxyAll) {
                 TcpProxy link = TcpProxy.start(master.host(), master.port());
                 link.setLatency(replicaLinkLatency);
-                link.setLatencyForReplicationOnly(true);
+                link.setLatencyForReplicationOnly(!proxyAll);
                 links.add(link);
                 masterPort = link.port();
             }
@@ -69,7 +87,7 @@ public final class RedisSentinelGroup implements AutoCloseable {
             for (int i = 0; i < sentinelCount; i++) {
                 RedisServer sentinel = RedisServer.startSentinel(List.of(
                         "sentinel monitor " + MASTER_NAME + " " + masterHost + " " + masterPort + " " + quorum,
-                        "sentinel down-after-milliseconds " + MASTER_NAME + " 1000",
+                        "sentinel down-after-milliseconds " + MASTER_NAME + " " + downAfter.toMillis(),
                         "sentinel failover-timeout " + MASTER_NAME + " 3000",
                         "sentinel parallel-syncs " + MASTER_NAME + " 1"));
                 all.add(sentinel);
@@ -144,6 +162,14 @@ public final class RedisSentinelGroup implements AutoCloseable {
             }
         }
         throw new IllegalStateException("no sentinel answered", last);
+    }
+
+    /** The proxy in front of the original master (see {@link #startBehindProxy}). */
+    public TcpProxy masterProxy() {
+        if (replicaLinks.isEmpty()) {
+            throw new IllegalStateException("this group's master is not behind a proxy");
+        }
+        return replicaLinks.get(0);
     }
 
     /** The port the Sentinels gave for the original master (its proxy's, with a slow link). */

@@ -275,7 +275,10 @@ public final class RedisServer implements AutoCloseable {
         signal("CONT");
     }
 
-    /** Kills the server if running and starts it again on the same port with no data. */
+    /**
+     * Kills the server if running and starts it again on the same port: with no data, unless it
+     * was started with {@code appendonly yes} (then it reloads its AOF).
+     */
     public synchronized void restart() {
         kill();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -291,6 +294,32 @@ public final class RedisServer implements AutoCloseable {
                 sleep(50);
             }
         }
+    }
+
+    /**
+     * SIGKILLs the server and starts it again on the same port after deleting its persistence
+     * files (AOF and RDB): a crash that loses the data even with {@code appendonly yes}.
+     */
+    public synchronized void restartWithoutData() {
+        kill();
+        try (var files = Files.list(dir)) {
+            for (Path file : files.toList()) {
+                String name = file.getFileName().toString();
+                if (name.startsWith("appendonly") || name.endsWith(".rdb")) {
+                    if (Files.isDirectory(file)) {
+                        try (var inner = Files.list(file)) {
+                            for (Path f : inner.toList()) {
+                                Files.delete(f);
+                            }
+                        }
+                    }
+                    Files.delete(file);
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot delete the data files in " + dir, e);
+        }
+        restart();
     }
 
     private void signal(String name) {

@@ -101,14 +101,19 @@ public final class TcpProxy implements AutoCloseable {
         }
     }
 
-    /** While on, bytes in both directions are discarded and connections stay open. */
+    /**
+     * While on, bytes in both directions are discarded and connections stay open; a connection
+     * that lost bytes is closed when its next bytes arrive after this is turned off (a real
+     * network delays bytes or ends the connection; it never leaves a gap in the stream).
+     */
     public void setBlackhole(boolean on) {
         blackhole = on;
     }
 
     /**
      * While on, bytes from the server are discarded and connections stay open, while commands
-     * still reach the server: every command runs, no reply arrives.
+     * still reach the server: every command runs, no reply arrives. A connection that lost
+     * replies is closed when its next bytes arrive after this is turned off.
      */
     public void setDropReplies(boolean on) {
         dropReplies = on;
@@ -184,6 +189,9 @@ public final class TcpProxy implements AutoCloseable {
             return latencyForReplicationOnly && !replication ? 0 : latencyNanos;
         }
 
+        /** Whether bytes of this connection were discarded (see {@link #pump}). */
+        private volatile boolean lostBytes;
+
         private void pump(Socket from, Socket to, boolean fromServer) {
             // Reads here; a writer thread writes each chunk when it is due, in order, so latency
             // delays every chunk by the same amount without holding the next one back.
@@ -205,7 +213,15 @@ public final class TcpProxy implements AutoCloseable {
                         replication = text.contains("REPLCONF") || text.contains("PSYNC");
                     }
                     if (blackhole || (fromServer && dropReplies)) {
+                        lostBytes = true;
                         continue;
+                    }
+                    if (lostBytes) {
+                        // TCP never loses bytes inside a connection: one that lost some (a
+                        // blackhole, dropped replies) ends here instead of carrying a stream with a
+                        // gap, whose next reply would be read as the answer to another command.
+                        close();
+                        return;
                     }
                     due.add(new Chunk(java.util.Arrays.copyOf(buffer, n), System.nanoTime() + delayFor()));
                 }
