@@ -163,7 +163,13 @@ final class CommandExecutor {
         AtomicReference<AsyncCommand<String, String, T>> current = new AtomicReference<>();
         java.util.concurrent.atomic.AtomicBoolean givenUp = new java.util.concurrent.atomic.AtomicBoolean();
         long deadline = scheduler.nanoTime() + boundNanos;
-        CompletableFuture<Delivered<T>> sent = send(script, reply, keys, args, current, cancelLate ? deadline : 0, 0, givenUp);
+        // Set when any copy sent for this call was written more than once (Lettuce re-sends what
+        // a dropped connection left unanswered): the copy that was refused (NOSCRIPT on a restarted
+        // server, LOADING) may be the second write of a command whose first write ran, so the
+        // reply of the copy that follows is marked as possibly resent.
+        java.util.concurrent.atomic.AtomicBoolean rewritten = new java.util.concurrent.atomic.AtomicBoolean();
+        CompletableFuture<Delivered<T>> sent = send(script, reply, keys, args, current, cancelLate ? deadline : 0, 0, givenUp,
+                rewritten).thenApply(d -> rewritten.get() && !d.resent() ? new Delivered<>(d.value(), true) : d);
         CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0), boundNanos, () -> {
             givenUp.set(true);
             AsyncCommand<String, String, T> command = current.get();
@@ -185,10 +191,11 @@ final class CommandExecutor {
     private <T> CompletableFuture<Delivered<T>> send(Script script, Reply reply, List<String> keys, List<String> args,
                                                     AtomicReference<AsyncCommand<String, String, T>> current,
                                                     long retryUntil, int refusals,
-                                                    java.util.concurrent.atomic.AtomicBoolean givenUp) {
-        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current)
+                                                    java.util.concurrent.atomic.AtomicBoolean givenUp,
+                                                    java.util.concurrent.atomic.AtomicBoolean rewritten) {
+        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current, rewritten)
                 .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
-                        ? dispatch(script, false, reply, keys, args, current)
+                        ? dispatch(script, false, reply, keys, args, current, rewritten)
                         : CompletableFuture.failedFuture(e));
         if (retryUntil == 0) {
             return sent;
@@ -204,7 +211,7 @@ final class CommandExecutor {
                     again.completeExceptionally(e);
                     return;
                 }
-                this.<T>send(script, reply, keys, args, current, retryUntil, refusals + 1, givenUp)
+                this.<T>send(script, reply, keys, args, current, retryUntil, refusals + 1, givenUp, rewritten)
                         .whenComplete((value, error) -> {
                             if (error == null) {
                                 again.complete(value);
@@ -464,7 +471,8 @@ final class CommandExecutor {
 
     private <T> CompletableFuture<Delivered<T>> dispatch(Script script, boolean bySha, Reply reply,
                                                         List<String> keys, List<String> args,
-                                                        AtomicReference<AsyncCommand<String, String, T>> current) {
+                                                        AtomicReference<AsyncCommand<String, String, T>> current,
+                                                        java.util.concurrent.atomic.AtomicBoolean rewritten) {
         CommandArgs<String, String> commandArgs = new CommandArgs<>(StringCodec.UTF8)
                 .add(bySha ? script.sha1() : script.text())
                 .add(keys.size());
@@ -484,7 +492,11 @@ final class CommandExecutor {
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return async.thenApply(value -> new Delivered<>(value, command.writes() > 1));
+        return async.whenComplete((value, error) -> {
+            if (command.writes() > 1) {
+                rewritten.set(true);
+            }
+        }).thenApply(value -> new Delivered<>(value, command.writes() > 1));
     }
 
     @SuppressWarnings("unchecked")

@@ -146,6 +146,50 @@ class LostReplyTest {
         assertTrue(proxy.connectionsAccepted() > 2, "the proxy really cut the connection");
     }
 
+    /**
+     * The copy Lettuce re-sends meets a server that lost its script cache meanwhile (a restart
+     * with AOF, a failover): NOSCRIPT, so Baton sends the script as EVAL, a new command whose
+     * "nothing held" must still be read as the first copy's work (found by the nemesis soak).
+     */
+    private void afterReconnectTheScriptCacheIsEmpty(Runnable release) throws Exception {
+        proxy.setRefuse(true); // the connection in use lives on; the reconnect after the cut waits
+        dropNextReply();
+        java.util.concurrent.ExecutorService thread = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            // Once the release has run and its connection is cut, the cache goes, then the reconnect.
+            java.util.concurrent.Future<?> nemesis = thread.submit(() -> {
+                dev.baton.testkit.Await.until(Duration.ofSeconds(5), () -> "the release ran once",
+                        () -> redis.calls("evalsha") == 1L);
+                redis.command("SCRIPT", "FLUSH");
+                proxy.setRefuse(false);
+                return null;
+            });
+            release.run(); // on the holder's thread; returns normally
+            nemesis.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        } finally {
+            thread.shutdownNow();
+        }
+        assertEquals(1L, redis.calls("eval"), "the re-sent copy met NOSCRIPT and went out as EVAL");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Kind.class)
+    void aResentReleaseThatMeetsAnEmptyScriptCacheReportsNoFalseIllegalMonitorState(Kind kind) throws Exception {
+        BatonLock lock = kind.lock(baton, "flushed-twice");
+        lock.lock();
+        afterReconnectTheScriptCacheIsEmpty(lock::unlock);
+        assertNull(hold(kind, lock));
+        assertFalse(lock.isHeldByCurrentThread());
+    }
+
+    @Test
+    void aResentExpirableReleaseThatMeetsAnEmptyScriptCacheIsNotRefused() throws Exception {
+        baton.permitExpirableSemaphore("flushed-x").trySetPermits(2);
+        String id = baton.permitExpirableSemaphore("flushed-x").acquire(30, java.util.concurrent.TimeUnit.SECONDS);
+        afterReconnectTheScriptCacheIsEmpty(() -> baton.permitExpirableSemaphore("flushed-x").release(id));
+        assertEquals("2", redis.command("GET", "flushed-x"));
+    }
+
     @Test
     void aResentSemaphoreAcquireCountsOnce() throws Exception {
         baton.semaphore("permits-twice").trySetPermits(3);
