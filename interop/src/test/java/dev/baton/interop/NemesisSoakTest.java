@@ -1,0 +1,747 @@
+package dev.baton.interop;
+
+import dev.baton.Baton;
+import dev.baton.BatonCountDownLatch;
+import dev.baton.BatonFencedLock;
+import dev.baton.BatonLock;
+import dev.baton.BatonOptions;
+import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.BatonSemaphore;
+import dev.baton.LeaseLostException;
+import dev.baton.RedisUnavailableException;
+import dev.baton.testkit.Await;
+import dev.baton.testkit.Bounds;
+import dev.baton.testkit.RedisSentinelGroup;
+import dev.baton.testkit.RedisServer;
+import dev.baton.testkit.TcpProxy;
+import org.junit.jupiter.api.Test;
+import org.redisson.Redisson;
+import org.redisson.api.RCountDownLatch;
+import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
+import org.redisson.api.RSemaphore;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Lock;
+import java.util.stream.Collectors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The nemesis soak: every kind at once (reentrant, fair, write and read, fenced, both
+ * semaphores, latch), Baton and Redisson clients mixed on the wire-compatible kinds, against a
+ * Sentinel group (master with AOF {@code appendfsync always} behind a fault proxy, one replica,
+ * three Sentinels) while a nemesis injects faults on a random schedule drawn from a seed.
+ *
+ * <p>Each run has two phases. In the first, Redis keeps its data: SIGSTOP, kill -9 and restart
+ * from the AOF, CLIENT KILL of normal and of pub/sub connections, proxy latency, a blackhole
+ * (then the connections cut, as a dead network ends) and a connection reset. At its end the
+ * workers stop and the run asserts: no two holders of an exclusive lock at once, never more
+ * holders than permits, rising fencing tokens, permits and the latch's count exact. The second
+ * phase, on fresh names, adds faults that lose data: kill -9 and restart without the AOF, and one
+ * Sentinel failover (the master SIGKILLed). There every overlap of two holders must be explained
+ * by a lost lease: one of the two held across the data loss and, if it was a Baton holder, Baton
+ * reported the loss (Redisson reports nothing). In both phases every Baton call ends within its
+ * bound (command timeout + 150 ms, plus its wait budget, with the margin of the bounds rule), and
+ * at the end no Baton thread and no client connection is left.
+ *
+ * <p>Profiles: by default two runs of {@value #SHORT_SECONDS} s, one with a fixed seed and one
+ * with a random seed printed for replay ({@code -Dbaton.soak.seed=...} replays one seed);
+ * {@code -Dbaton.soak.minutes=30} runs one long run of that many minutes.
+ */
+class NemesisSoakTest {
+    private static final int SHORT_SECONDS = 50;
+    private static final long FIXED_SEED = 20261124L;
+    private static final Duration TIMEOUT = Duration.ofSeconds(1);
+    private static final Duration WATCHDOG = Duration.ofSeconds(3);
+    private static final Duration WAIT = Duration.ofMillis(500);
+    private static final int PERMITS = 3;
+    private static final int X_PERMITS = 2;
+    private static final long LATCH_COUNT = 1_000_000;
+    /** The Sentinels' down-after: far above any fault but FAILOVER, so only that one fails over. */
+    private static final Duration DOWN_AFTER = Duration.ofSeconds(4);
+
+    enum Fault { PAUSE, KILL_RESTART_AOF, CLIENT_KILL_NORMAL, CLIENT_KILL_PUBSUB, LATENCY, BLACKHOLE, RESET, KILL_RESTART_EMPTY, FAILOVER }
+
+    private static final List<Fault> KEEPS_DATA = List.of(Fault.PAUSE, Fault.KILL_RESTART_AOF, Fault.CLIENT_KILL_NORMAL,
+            Fault.CLIENT_KILL_PUBSUB, Fault.LATENCY, Fault.BLACKHOLE, Fault.RESET);
+
+    @Test
+    void everyKindUnderRandomFaults() throws Exception {
+        long minutes = Long.getLong("baton.soak.minutes", 0);
+        String replay = System.getProperty("baton.soak.seed");
+        if (replay != null) {
+            run(Long.parseLong(replay), minutes > 0 ? Duration.ofMinutes(minutes) : Duration.ofSeconds(SHORT_SECONDS));
+        } else if (minutes > 0) {
+            run(new Random().nextLong(), Duration.ofMinutes(minutes));
+        } else {
+            run(FIXED_SEED, Duration.ofSeconds(SHORT_SECONDS));
+            run(new Random().nextLong(), Duration.ofSeconds(SHORT_SECONDS));
+        }
+    }
+
+    /** One critical section as observed by its holder. */
+    record Section(String resource, boolean write, long acquired, long start, long end, boolean baton, boolean lost,
+                   long token) {
+    }
+
+    /** Everything one phase records. */
+    static final class Record {
+        final ConcurrentLinkedQueue<Section> sections = new ConcurrentLinkedQueue<>();
+        final Map<String, AtomicInteger> inside = new ConcurrentHashMap<>();
+        final Map<String, AtomicInteger> mostInside = new ConcurrentHashMap<>();
+        final AtomicLong operations = new AtomicLong();
+        final AtomicLong unavailable = new AtomicLong();
+        final AtomicLong redissonErrors = new AtomicLong();
+        final Map<String, AtomicInteger> redissonErrorKinds = new ConcurrentHashMap<>();
+
+        void redissonError(RuntimeException e) {
+            redissonErrors.incrementAndGet();
+            String kind = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).replaceAll("\\d+", "#");
+            redissonErrorKinds.computeIfAbsent(kind.substring(0, Math.min(120, kind.length())), k -> new AtomicInteger()).incrementAndGet();
+        }
+        final AtomicLong redissonUnknown = new AtomicLong();
+        final AtomicLong batonCountDowns = new AtomicLong();
+        final AtomicInteger unplannedFailovers = new AtomicInteger();
+        final List<String> overBound = new CopyOnWriteArrayList<>();
+        final List<String> errors = new CopyOnWriteArrayList<>();
+        final List<Long> dataLost = new CopyOnWriteArrayList<>();
+        final Map<Fault, AtomicInteger> faults = new EnumMap<>(Fault.class);
+        final List<String> faultLog = new CopyOnWriteArrayList<>();
+
+        Record() {
+            for (Fault f : Fault.values()) {
+                faults.put(f, new AtomicInteger());
+            }
+        }
+
+        final long born = System.nanoTime();
+
+        /** A nano time as milliseconds since the phase began. */
+        long ms(long nanos) {
+            return (nanos - born) / 1_000_000;
+        }
+
+        void enter(String semaphore) {
+            int now = inside.computeIfAbsent(semaphore, k -> new AtomicInteger()).incrementAndGet();
+            mostInside.computeIfAbsent(semaphore, k -> new AtomicInteger()).accumulateAndGet(now, Math::max);
+        }
+
+        void leave(String semaphore) {
+            inside.get(semaphore).decrementAndGet();
+        }
+
+        /** Checks a Baton call took no longer than its bound. */
+        void bounded(String what, long startedNanos, Duration bound) {
+            long took = System.nanoTime() - startedNanos;
+            if (took > bound.toNanos()) {
+                overBound.add(what + " took " + took / 1_000_000 + " ms, bound " + bound.toMillis() + " ms");
+            }
+        }
+    }
+
+    private void run(long seed, Duration length) throws Exception {
+        System.out.println("[soak] seed " + seed + " (replay: -Dbaton.soak.seed=" + seed + "), " + length.toSeconds() + " s");
+        Set<String> threadsBefore = batonThreads();
+        try (RedisSentinelGroup group = RedisSentinelGroup.startBehindProxy(1, 3, DOWN_AFTER,
+                "appendonly yes", "appendfsync always")) {
+            Random random = new Random(seed);
+            Record kept = new Record();
+            Record lossy = new Record();
+            Duration first = length.multipliedBy(6).dividedBy(10);
+            Duration second = length.minus(first);
+            Map<String, Long> lostAt = new ConcurrentHashMap<>();
+            BatonOptions.Builder options = BatonOptions.builder().redisUri(group.sentinelUri()).commandTimeout(TIMEOUT)
+                    .watchdogTimeout(WATCHDOG).leaseLostListener((name, owner, reason) -> lostAt.merge(name + "|" + owner,
+                            System.nanoTime(), Math::max));
+            Config config = new Config();
+            config.setLockWatchdogTimeout(WATCHDOG.toMillis());
+            config.useSentinelServers().setMasterName(group.masterName()).setReadMode(ReadMode.MASTER)
+                    .setCheckSentinelsList(false).setTimeout((int) TIMEOUT.toMillis()).setRetryAttempts(0)
+                    .addSentinelAddress(group.sentinels().stream().map(s -> "redis://" + s.host() + ":" + s.port())
+                            .toArray(String[]::new));
+            Baton b1 = Baton.create(options.build());
+            Baton b2 = Baton.create(options.build());
+            RedissonClient r = Redisson.create(config);
+            try {
+                phase("keeps-data", "k", group, random, first, KEEPS_DATA, kept, b1, b2, r, lostAt, false);
+                checkKept(kept, b1, r);
+                List<Fault> all = new ArrayList<>(KEEPS_DATA);
+                all.add(Fault.KILL_RESTART_EMPTY);
+                phase("loses-data", "l", group, random, second, all, lossy, b1, b2, r, lostAt, true);
+                checkLossy(lossy);
+            } finally {
+                b1.close();
+                b2.close();
+                r.shutdown();
+            }
+            Await.until(Duration.ofSeconds(10), () -> "no Baton thread left, found " + newThreads(threadsBefore),
+                    () -> newThreads(threadsBefore).isEmpty());
+            Await.until(Duration.ofSeconds(10), () -> "no client connection left on the master", () -> clientsLeft(group) == 0);
+            System.out.println("[soak] no Baton thread and no client connection left");
+        }
+    }
+
+    private void phase(String label, String prefix, RedisSentinelGroup group, Random random, Duration length,
+                       List<Fault> faults, Record rec, Baton b1, Baton b2, RedissonClient r, Map<String, Long> lostAt,
+                       boolean failover) throws Exception {
+        String lock = prefix + "-lock";
+        String fair = prefix + "-fair";
+        String rw = prefix + "-rw";
+        String fenced = prefix + "-fenced";
+        String sem = prefix + "-sem";
+        String xsem = prefix + "-xsem";
+        String latch = prefix + "-latch";
+        b1.semaphore(sem).trySetPermits(PERMITS);
+        b1.permitExpirableSemaphore(xsem).trySetPermits(X_PERMITS);
+        b1.countDownLatch(latch).trySetCount(LATCH_COUNT);
+
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Runnable> steps = new ArrayList<>();
+        for (Baton b : List.of(b1, b2)) {
+            String owner = b.clientId();
+            steps.add(() -> batonExclusive(rec, lock, true, b.lock(lock), owner, lostAt));
+            steps.add(() -> batonExclusive(rec, fair, true, b.fairLock(fair), owner, lostAt));
+            steps.add(() -> batonExclusive(rec, rw, true, b.readWriteLock(rw).writeLock(), owner, lostAt));
+            steps.add(() -> batonExclusive(rec, rw, false, b.readWriteLock(rw).readLock(), owner, lostAt));
+            steps.add(() -> batonFenced(rec, fenced, b.fencedLock(fenced), owner, lostAt));
+            steps.add(() -> batonSemaphore(rec, sem, b.semaphore(sem)));
+            steps.add(() -> batonExpirable(rec, xsem, b.permitExpirableSemaphore(xsem)));
+        }
+        steps.add(() -> batonCountDown(rec, b1.countDownLatch(latch)));
+        steps.add(() -> redissonExclusive(rec, lock, true, r.getLock(lock)));
+        steps.add(() -> redissonExclusive(rec, rw, true, r.getReadWriteLock(rw).writeLock()));
+        steps.add(() -> redissonExclusive(rec, rw, false, r.getReadWriteLock(rw).readLock()));
+        steps.add(() -> redissonSemaphore(rec, sem, r.getSemaphore(sem)));
+        steps.add(() -> redissonExpirable(rec, xsem, r.getPermitExpirableSemaphore(xsem)));
+        steps.add(() -> redissonAwait(rec, r.getCountDownLatch(latch)));
+
+        ExecutorService pool = Executors.newFixedThreadPool(steps.size());
+        List<Future<?>> workers = new ArrayList<>();
+        for (Runnable step : steps) {
+            workers.add(pool.submit(() -> {
+                while (!stop.get()) {
+                    try {
+                        step.run();
+                    } catch (dev.baton.SynchronizerDeletedException e) {
+                        // A waiter is told its synchronizer vanished: right only if Redis just lost its data.
+                        long now = System.nanoTime();
+                        if (rec.dataLost.stream().noneMatch(at -> at < now && now - at < TimeUnit.SECONDS.toNanos(5))) {
+                            rec.errors.add(e + " at " + rec.ms(now) + " ms, data lost at "
+                                    + rec.dataLost.stream().map(rec::ms).toList());
+                        }
+                    } catch (RuntimeException e) {
+                        rec.errors.add(e.toString());
+                    }
+                }
+            }));
+        }
+        long end = System.nanoTime() + length.toNanos();
+        long failoverAt = failover ? System.nanoTime() + length.toNanos() * 3 / 4 : Long.MAX_VALUE;
+        boolean failedOver = false;
+        try {
+            while (System.nanoTime() < end) {
+                Thread.sleep(300 + random.nextInt(900));
+                if (!failedOver && System.nanoTime() >= failoverAt) {
+                    failedOver = true;
+                    rec.faults.get(Fault.FAILOVER).incrementAndGet();
+                    rec.dataLost.add(System.nanoTime());
+                    group.crashMaster();
+                    group.awaitPromotion(Duration.ofSeconds(30));
+                    continue;
+                }
+                Fault fault = faults.get(random.nextInt(faults.size()));
+                if (failedOver && !List.of(Fault.PAUSE, Fault.CLIENT_KILL_NORMAL, Fault.CLIENT_KILL_PUBSUB,
+                        Fault.KILL_RESTART_EMPTY).contains(fault)) {
+                    continue; // the proxy and the AOF belonged to the old master
+                }
+                int before = group.currentMaster().port();
+                inject(fault, group, random, rec, failedOver, b1, sem, xsem, latch);
+                if (group.currentMaster().port() != before) {
+                    rec.unplannedFailovers.incrementAndGet();
+                    rec.dataLost.add(System.nanoTime());
+                }
+            }
+        } finally {
+            stop.set(true);
+            for (Future<?> w : workers) {
+                w.get(60, TimeUnit.SECONDS);
+            }
+            pool.shutdownNow();
+            TcpProxy proxy = group.masterProxy();
+            proxy.setLatency(Duration.ZERO);
+            proxy.setBlackhole(false);
+        }
+        System.out.println("[soak] " + label + ": " + rec.operations.get() + " operations, faults " + rec.faults.entrySet().stream()
+                .filter(e -> e.getValue().get() > 0).map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(" "))
+                + ", " + rec.unavailable.get() + " Baton calls failed as unavailable (within their bounds), "
+                + rec.redissonErrors.get() + " Redisson errors, " + rec.sections.size() + " critical sections");
+        rec.redissonErrorKinds.forEach((kind, n) -> System.out.println("[soak]   Redisson: " + n + " x " + kind));
+        assertEquals(0, rec.unplannedFailovers.get(), label + ": a fault other than FAILOVER made the Sentinels fail over");
+        assertEquals(List.of(), rec.errors, label + ": unexpected exceptions; the faults: " + rec.faultLog);
+        assertEquals(List.of(), rec.overBound, label + ": Baton calls over their bound");
+        assertTrue(rec.operations.get() > 100, label + ": the workers got work done");
+    }
+
+    private static RedisServer master(RedisSentinelGroup group) {
+        int port = group.currentMaster().port();
+        if (port == group.masterProxy().port()) {
+            return group.master();
+        }
+        return group.replicas().stream().filter(s -> s.port() == port).findFirst().orElseThrow();
+    }
+
+    private static void inject(Fault fault, RedisSentinelGroup group, Random random, Record rec, boolean failedOver,
+                               Baton b1, String sem, String xsem, String latch) throws InterruptedException {
+        RedisServer master = master(group);
+        TcpProxy proxy = group.masterProxy();
+        rec.faults.get(fault).incrementAndGet();
+        rec.faultLog.add(rec.ms(System.nanoTime()) + " ms " + fault);
+        // Every fault ends well inside the Sentinels' down-after: only FAILOVER fails over.
+        switch (fault) {
+            case PAUSE -> {
+                master.pause();
+                Thread.sleep(150 + random.nextInt(450));
+                master.resume();
+            }
+            case KILL_RESTART_AOF -> master.restart();
+            case KILL_RESTART_EMPTY -> {
+                rec.dataLost.add(System.nanoTime());
+                master.restartWithoutData();
+                // The names start again from nothing: give them back their permits and count.
+                b1.semaphore(sem).trySetPermits(PERMITS);
+                b1.permitExpirableSemaphore(xsem).trySetPermits(X_PERMITS);
+                b1.countDownLatch(latch).trySetCount(LATCH_COUNT);
+            }
+            case CLIENT_KILL_NORMAL -> clientKill(master, "normal");
+            case CLIENT_KILL_PUBSUB -> clientKill(master, "pubsub");
+            case LATENCY -> {
+                proxy.setLatency(Duration.ofMillis(20 + random.nextInt(180)));
+                Thread.sleep(500 + random.nextInt(1000));
+                proxy.setLatency(Duration.ZERO);
+            }
+            case BLACKHOLE -> {
+                proxy.setBlackhole(true);
+                Thread.sleep(150 + random.nextInt(450));
+                proxy.cutAll(); // a partition ends the connections it held; the proxy drops bytes, TCP never does
+                proxy.setBlackhole(false);
+            }
+            case RESET -> proxy.resetAll();
+            default -> throw new IllegalStateException(fault.toString());
+        }
+    }
+
+    /** CLIENT KILL of one type, sparing the Sentinels' connections. */
+    private static void clientKill(RedisServer master, String type) {
+        String list = (String) master.command("CLIENT", "LIST", "TYPE", type);
+        for (String line : list.split("\n")) {
+            if (line.isBlank() || line.contains("name=sentinel-") || line.contains("cmd=client")) {
+                continue;
+            }
+            String id = line.replaceAll(".*\\bid=(\\d+).*", "$1").trim();
+            try {
+                master.command("CLIENT", "KILL", "ID", id);
+            } catch (RuntimeException e) {
+                // gone already
+            }
+        }
+    }
+
+    // ---- the workers' steps -------------------------------------------------------------
+
+    private static void hold() {
+        try {
+            Thread.sleep(1 + (System.nanoTime() & 3));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static boolean lostBetween(Map<String, Long> lostAt, String name, String owner, long from) {
+        Long at = lostAt.get(name + "|" + owner);
+        return at != null && at >= from;
+    }
+
+    private static void batonExclusive(Record rec, String name, boolean write, BatonLock lock, String client,
+                                       Map<String, Long> lostAt) {
+        long t0 = System.nanoTime();
+        boolean got;
+        try {
+            got = lock.tryLock(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RedisUnavailableException e) {
+            rec.unavailable.incrementAndGet();
+            got = false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        rec.bounded(name + " tryLock", t0, Bounds.failure(TIMEOUT, WAIT));
+        rec.operations.incrementAndGet();
+        if (!got) {
+            return;
+        }
+        long acquired = System.nanoTime();
+        long start = System.nanoTime();
+        hold();
+        long end = System.nanoTime();
+        boolean lost = unlockUntilDone(rec, name, lock::unlock);
+        String owner = client + ":" + Thread.currentThread().getId();
+        rec.sections.add(new Section(name, write, acquired, start, end, true, lost || lostBetween(lostAt, name, owner, acquired), 0));
+    }
+
+    /** Unlocks, calling again while Redis does not confirm (the hold is kept); true if the lease was lost. */
+    private static boolean unlockUntilDone(Record rec, String name, Runnable unlock) {
+        for (int i = 0; i < 100; i++) {
+            long u0 = System.nanoTime();
+            try {
+                unlock.run();
+                rec.bounded(name + " unlock", u0, Bounds.failure(TIMEOUT));
+                return false;
+            } catch (LeaseLostException e) {
+                return true;
+            } catch (RedisUnavailableException e) {
+                rec.unavailable.incrementAndGet();
+                rec.bounded(name + " unlock", u0, Bounds.failure(TIMEOUT));
+            }
+        }
+        throw new IllegalStateException("unlock of " + name + " never went through in 100 calls");
+    }
+
+    private static void batonFenced(Record rec, String name, BatonFencedLock lock, String client, Map<String, Long> lostAt) {
+        long t0 = System.nanoTime();
+        java.util.OptionalLong token;
+        try {
+            token = lock.tryLockAndGetToken(WAIT.toMillis(), 10_000, TimeUnit.MILLISECONDS);
+        } catch (RedisUnavailableException e) {
+            rec.unavailable.incrementAndGet();
+            token = java.util.OptionalLong.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        rec.bounded(name + " tryLockAndGetToken", t0, Bounds.failure(TIMEOUT, WAIT));
+        rec.operations.incrementAndGet();
+        if (token.isEmpty()) {
+            return;
+        }
+        long acquired = System.nanoTime();
+        hold();
+        long end = System.nanoTime();
+        boolean lost = unlockUntilDone(rec, name, lock::unlock);
+        String owner = client + ":" + Thread.currentThread().getId();
+        rec.sections.add(new Section(name, true, acquired, acquired, end, true,
+                lost || lostBetween(lostAt, name, owner, acquired), token.getAsLong()));
+    }
+
+    private static void batonSemaphore(Record rec, String name, BatonSemaphore semaphore) {
+        long t0 = System.nanoTime();
+        boolean got;
+        try {
+            got = semaphore.tryAcquire(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RedisUnavailableException e) {
+            rec.unavailable.incrementAndGet();
+            got = false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        rec.bounded(name + " tryAcquire", t0, Bounds.failure(TIMEOUT, WAIT));
+        rec.operations.incrementAndGet();
+        if (!got) {
+            return;
+        }
+        rec.enter(name);
+        hold();
+        rec.leave(name);
+        long r0 = System.nanoTime();
+        try {
+            semaphore.release(); // never repeated: one Redis did not confirm is finished in the background
+        } catch (RedisUnavailableException e) {
+            rec.unavailable.incrementAndGet();
+        }
+        rec.bounded(name + " release", r0, Bounds.failure(TIMEOUT));
+    }
+
+    private static void batonExpirable(Record rec, String name, BatonPermitExpirableSemaphore semaphore) {
+        long t0 = System.nanoTime();
+        java.util.Optional<String> id;
+        try {
+            id = semaphore.tryAcquire(WAIT.toMillis(), 30_000, TimeUnit.MILLISECONDS);
+        } catch (RedisUnavailableException e) {
+            rec.unavailable.incrementAndGet();
+            id = java.util.Optional.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        rec.bounded(name + " tryAcquire", t0, Bounds.failure(TIMEOUT, WAIT));
+        rec.operations.incrementAndGet();
+        if (id.isEmpty()) {
+            return;
+        }
+        rec.enter(name);
+        hold();
+        rec.leave(name);
+        long r0 = System.nanoTime();
+        try {
+            semaphore.release(id.get());
+        } catch (RedisUnavailableException e) {
+            rec.unavailable.incrementAndGet();
+        } catch (IllegalArgumentException e) {
+            // The permit is gone: allowed only when Redis lost its data since it was taken.
+            if (rec.dataLost.stream().noneMatch(at -> at > t0)) {
+                rec.errors.add("release of an expirable permit refused: " + e.getMessage() + " (acquire at " + rec.ms(t0)
+                        + " ms, release at " + rec.ms(r0) + " ms, data lost at " + rec.dataLost.stream().map(rec::ms).toList() + ")");
+            }
+        }
+        rec.bounded(name + " release", r0, Bounds.failure(TIMEOUT));
+    }
+
+    private static void batonCountDown(Record rec, BatonCountDownLatch latch) {
+        long t0 = System.nanoTime();
+        rec.batonCountDowns.incrementAndGet();
+        try {
+            latch.countDown(); // counts once, even when it throws (finished in the background)
+        } catch (RedisUnavailableException e) {
+            rec.unavailable.incrementAndGet();
+        }
+        rec.bounded("countDown", t0, Bounds.failure(TIMEOUT));
+        rec.operations.incrementAndGet();
+        hold();
+    }
+
+    private static void redissonExclusive(Record rec, String name, boolean write, Lock lock) {
+        boolean got;
+        try {
+            got = lock.tryLock(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        } catch (RuntimeException e) {
+            rec.redissonError(e);
+            return;
+        }
+        rec.operations.incrementAndGet();
+        if (!got) {
+            return;
+        }
+        long acquired = System.nanoTime();
+        hold();
+        long end = System.nanoTime();
+        boolean lost = false;
+        try {
+            lock.unlock();
+        } catch (IllegalMonitorStateException e) {
+            lost = true;
+        } catch (RuntimeException e) {
+            rec.redissonError(e);
+            forceRelease(lock);
+        }
+        rec.sections.add(new Section(name, write, acquired, acquired, end, false, lost, 0));
+    }
+
+    /** After a failed Redisson unlock, keep trying so the lock is not left held for its watchdog's life. */
+    private static void forceRelease(Lock lock) {
+        for (int i = 0; i < 5; i++) {
+            try {
+                if (!(lock instanceof RLock r) || !r.isHeldByCurrentThread()) {
+                    return;
+                }
+                lock.unlock();
+            } catch (RuntimeException e) {
+                // try again
+            }
+        }
+    }
+
+    private static void redissonSemaphore(Record rec, String name, RSemaphore semaphore) {
+        boolean got;
+        try {
+            got = semaphore.tryAcquire(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        } catch (RuntimeException e) {
+            rec.redissonError(e);
+            rec.redissonUnknown.incrementAndGet(); // it may have taken a permit nobody will give back
+            return;
+        }
+        rec.operations.incrementAndGet();
+        if (!got) {
+            return;
+        }
+        rec.enter(name);
+        hold();
+        rec.leave(name);
+        try {
+            semaphore.release();
+        } catch (RuntimeException e) {
+            rec.redissonError(e);
+            rec.redissonUnknown.incrementAndGet();
+        }
+    }
+
+    private static void redissonExpirable(Record rec, String name, RPermitExpirableSemaphore semaphore) {
+        String id;
+        try {
+            id = semaphore.tryAcquire(WAIT.toMillis(), 3_000, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        } catch (RuntimeException e) {
+            rec.redissonError(e);
+            return; // a permit it may have taken expires with its 3 s lease
+        }
+        rec.operations.incrementAndGet();
+        if (id == null) {
+            return;
+        }
+        rec.enter(name);
+        hold();
+        rec.leave(name);
+        try {
+            semaphore.release(id);
+        } catch (RuntimeException e) {
+            rec.redissonError(e);
+        }
+    }
+
+    private static void redissonAwait(Record rec, RCountDownLatch latch) {
+        try {
+            latch.await(100, TimeUnit.MILLISECONDS);
+            rec.operations.incrementAndGet();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            rec.redissonError(e);
+        }
+    }
+
+    // ---- the checks -----------------------------------------------------------------------
+
+    /** Pairs of sections on one resource that overlapped while at least one of them wrote. */
+    static List<Section[]> overlaps(List<Section> all) {
+        List<Section[]> found = new ArrayList<>();
+        Map<String, List<Section>> byResource = new TreeMap<>();
+        for (Section s : all) {
+            byResource.computeIfAbsent(s.resource(), k -> new ArrayList<>()).add(s);
+        }
+        for (List<Section> sections : byResource.values()) {
+            sections.sort(Comparator.comparingLong(Section::start));
+            for (int i = 0; i < sections.size(); i++) {
+                Section a = sections.get(i);
+                for (int j = i + 1; j < sections.size() && sections.get(j).start() <= a.end(); j++) {
+                    Section b = sections.get(j);
+                    if (a.write() || b.write()) {
+                        found.add(new Section[] {a, b});
+                    }
+                }
+            }
+        }
+        return found;
+    }
+
+    private static void checkKept(Record rec, Baton baton, RedissonClient r) {
+        List<Section[]> overlaps = overlaps(new ArrayList<>(rec.sections));
+        int most = rec.mostInside.getOrDefault("k-sem", new AtomicInteger()).get();
+        int mostX = rec.mostInside.getOrDefault("k-xsem", new AtomicInteger()).get();
+        List<Section> fenced = rec.sections.stream().filter(s -> s.resource().equals("k-fenced"))
+                .sorted(Comparator.comparingLong(Section::start)).toList();
+        int tokenFalls = 0;
+        for (int i = 1; i < fenced.size(); i++) {
+            if (fenced.get(i).token() <= fenced.get(i - 1).token()) {
+                tokenFalls++;
+            }
+        }
+        long lostLeases = rec.sections.stream().filter(Section::lost).count();
+        // Every Baton countDown counts once: those Redis did not confirm are finished in the background.
+        long expectedCount = LATCH_COUNT - rec.batonCountDowns.get();
+        Await.until(Duration.ofSeconds(15), () -> "the latch at " + expectedCount + ", at " + baton.countDownLatch("k-latch").getCount(),
+                () -> baton.countDownLatch("k-latch").getCount() == expectedCount);
+        long unknown = rec.redissonUnknown.get();
+        Await.until(Duration.ofSeconds(15), () -> "the semaphore back at " + PERMITS + " (± " + unknown
+                        + " Redisson calls of unknown outcome), at " + baton.semaphore("k-sem").availablePermits(),
+                () -> Math.abs(baton.semaphore("k-sem").availablePermits() - PERMITS) <= unknown);
+        Await.until(Duration.ofSeconds(15), () -> "the expirable semaphore back at " + X_PERMITS + ", at "
+                        + baton.permitExpirableSemaphore("k-xsem").availablePermits(),
+                () -> baton.permitExpirableSemaphore("k-xsem").availablePermits() == X_PERMITS);
+        System.out.println("[soak] keeps-data: " + overlaps.size() + " exclusivity violations, most holders "
+                + most + "/" + PERMITS + " and " + mostX + "/" + X_PERMITS + ", " + tokenFalls + " fencing tokens not rising, "
+                + lostLeases + " leases lost (reported), latch exact at " + expectedCount + ", permits exact at " + PERMITS + " and "
+                + X_PERMITS + " (Redisson calls of unknown outcome: " + unknown + ")");
+        assertEquals(0, overlaps.size(), "two holders at once while Redis kept its data: " + describe(overlaps));
+        assertTrue(most <= PERMITS && mostX <= X_PERMITS, "more holders than permits");
+        assertEquals(0, tokenFalls, "fencing tokens rise with every grant");
+        assertEquals(expectedCount, r.getCountDownLatch("k-latch").getCount(), "Redisson reads the same count");
+    }
+
+    private static void checkLossy(Record rec) {
+        List<Section[]> overlaps = overlaps(new ArrayList<>(rec.sections));
+        List<Section[]> unexplained = new ArrayList<>();
+        for (Section[] pair : overlaps) {
+            if (!explained(pair[0], rec.dataLost) && !explained(pair[1], rec.dataLost)) {
+                unexplained.add(pair);
+            }
+        }
+        long lostLeases = rec.sections.stream().filter(Section::lost).count();
+        System.out.println("[soak] loses-data: " + rec.dataLost.size() + " data losses, " + overlaps.size()
+                + " exclusivity violations, each covered by a lost lease: " + (overlaps.size() - unexplained.size())
+                + ", " + lostLeases + " leases lost (Baton reported or Redisson's unlock refused)");
+        assertEquals(0, unexplained.size(), "every violation covered by a reported lease loss: " + describe(unexplained));
+    }
+
+    /** A section overlapping another is explained if it held across a data loss, and Baton reported it lost. */
+    private static boolean explained(Section s, List<Long> dataLost) {
+        boolean acrossLoss = dataLost.stream().anyMatch(at -> s.acquired() < at && at < s.end() + Bounds.MIN_MARGIN.toNanos());
+        return acrossLoss && (!s.baton() || s.lost());
+    }
+
+    private static String describe(List<Section[]> pairs) {
+        return pairs.stream().limit(5).map(p -> p[0] + " / " + p[1]).collect(Collectors.joining("; "));
+    }
+
+    private static Set<String> batonThreads() {
+        return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+                .filter(n -> n.startsWith("lettuce-") || n.startsWith("baton-")).collect(Collectors.toSet());
+    }
+
+    private static Set<String> newThreads(Set<String> before) {
+        Set<String> now = batonThreads();
+        now.removeAll(before);
+        return now;
+    }
+
+    private static int clientsLeft(RedisSentinelGroup group) {
+        String list = (String) master(group).command("CLIENT", "LIST");
+        int left = 0;
+        for (String line : list.split("\n")) {
+            if (line.isBlank() || line.contains("name=sentinel-") || line.contains("cmd=client") || line.matches(".*flags=\\S*S.*")) {
+                continue;
+            }
+            left++;
+        }
+        return left;
+    }
+}
