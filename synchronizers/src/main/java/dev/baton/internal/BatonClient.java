@@ -180,7 +180,7 @@ public final class BatonClient implements Baton {
             refresh = new TopologyRefresh(client);
             TopologyRefresh r = refresh;
             BatonClient baton = new BatonClient(options, owned, connection, c::async, pubSub, true, sharded ? executor -> {
-                ShardedSubscriber subscriber = new ShardedSubscriber(c, pubSub, r);
+                ShardedSubscriber subscriber = new ShardedSubscriber(c, pubSub, r, executor.scheduler());
                 r.onChange(subscriber::follow);
                 return subscriber;
             } : null);

@@ -464,6 +464,11 @@ final class CommandExecutor {
         publishCommand = "spublish";
     }
 
+    /** The scheduler every timer of this client runs on. */
+    Scheduler scheduler() {
+        return scheduler;
+    }
+
     /** The configured command timeout. */
     Duration timeout() {
         return timeout;

@@ -3,6 +3,7 @@ package dev.baton.internal;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.Partitions;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.cluster.pubsub.RedisClusterPubSubAdapter;
 import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
@@ -55,13 +56,16 @@ final class ShardedSubscriber implements PubSubService.Subscriber {
     private final StatefulRedisClusterConnection<String, String> commands;
     private final StatefulRedisClusterPubSubConnection<String, String> pubSub;
     private final Runnable refreshTopology;
+    private final Scheduler scheduler;
     private final Map<String, Node> nodeOfChannel = new ConcurrentHashMap<>();
 
     ShardedSubscriber(StatefulRedisClusterConnection<String, String> commands,
-                      StatefulRedisClusterPubSubConnection<String, String> pubSub, Runnable refreshTopology) {
+                      StatefulRedisClusterPubSubConnection<String, String> pubSub, Runnable refreshTopology,
+                      Scheduler scheduler) {
         this.commands = commands;
         this.pubSub = pubSub;
         this.refreshTopology = refreshTopology;
+        this.scheduler = scheduler;
         pubSub.setNodeMessagePropagation(true);
         pubSub.addListener(new RedisClusterPubSubAdapter<>() {
             @Override
@@ -93,13 +97,13 @@ final class ShardedSubscriber implements PubSubService.Subscriber {
     }
 
     /**
-     * Subscribes again every channel whose slot the current partitions give to another master
-     * than the one it is subscribed on. Called after each topology refresh.
+     * Subscribes again every channel whose slot {@code slots} gives to another master than the one
+     * it is subscribed on. Called after each topology refresh and change, with the new slot map.
      */
-    void follow() {
+    void follow(Partitions slots) {
         for (Map.Entry<String, Node> entry : nodeOfChannel.entrySet()) {
             String channel = entry.getKey();
-            RedisClusterNode owner = commands.getPartitions().getMasterBySlot(SlotHash.getSlot(channel));
+            RedisClusterNode owner = slots.getMasterBySlot(SlotHash.getSlot(channel));
             if (owner == null) {
                 continue;
             }
@@ -129,11 +133,46 @@ final class ShardedSubscriber implements PubSubService.Subscriber {
     }
 
     private void resubscribe(String channel, Node node) {
-        subscribeAt(channel, node, 0).exceptionally(e -> {
-            log.debug("re-subscribing {} on {} failed; its waiters re-check by their timers", channel, node, e);
-            return null;
+        resubscribe(channel, node, 0);
+    }
+
+    /**
+     * Subscribes a channel that lost its subscription on {@code node}. A failure (a promoted
+     * replica not serving yet, a connection still being made) is followed by another try, on the
+     * owner the slot map names by then, 50 ms later doubling to 1 s, for as long as the channel
+     * has waiters (at most {@value #MAX_TRIES} tries, about a minute): without its subscription
+     * a waiter would only learn of a release at its TTL re-check.
+     */
+    private void resubscribe(String channel, Node node, int tries) {
+        subscribeAt(channel, node, 0).whenComplete((ok, e) -> {
+            if (e == null || !nodeOfChannel.containsKey(channel)) {
+                return;
+            }
+            if (tries >= MAX_TRIES) {
+                log.warn("channel {} could not be subscribed again on {} ({} tries); its waiters re-check by their timers",
+                        channel, node, tries + 1, e);
+                return;
+            }
+            log.debug("re-subscribing {} on {} failed; trying again", channel, node, e);
+            refreshTopology.run();
+            long delayMs = Math.min(1_000, 50L << Math.min(tries, 5));
+            scheduler.schedule(() -> {
+                Node current = nodeOfChannel.get(channel);
+                if (current == null) {
+                    return; // its waiters left
+                }
+                RedisClusterNode owner = commands.getPartitions().getMasterBySlot(SlotHash.getSlot(channel));
+                Node target = owner == null ? current : Node.of(owner);
+                if (!target.equals(current) && !nodeOfChannel.replace(channel, current, target)) {
+                    return; // followed elsewhere meanwhile
+                }
+                resubscribe(channel, target, tries + 1);
+            }, delayMs, java.util.concurrent.TimeUnit.MILLISECONDS);
         });
     }
+
+    /** How often a lost subscription is tried again before waiters are left to their timers. */
+    private static final int MAX_TRIES = 60;
 
     /** SSUBSCRIBE on {@code node}, following a MOVED or ASK reply to the node it names. */
     private CompletableFuture<Void> subscribeAt(String channel, Node node, int hops) {

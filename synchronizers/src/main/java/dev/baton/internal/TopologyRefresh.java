@@ -2,6 +2,7 @@ package dev.baton.internal;
 
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.event.ClusterTopologyChangedEvent;
+import io.lettuce.core.cluster.models.partitions.Partitions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -9,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 
 /*
  * Keeps a cluster client's view of the slots current when Redis stops answering where Lettuce
@@ -18,7 +20,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * fails on the connection asks for a refresh here, at most one at a time and one per
  * MIN_GAP_NANOS, which finds the promoted replica within about that gap of its promotion while
  * commands keep failing. After each refresh, and after each topology change Lettuce itself
- * reports, the listeners run (sharded subscriptions follow their slots).
+ * reports, the listeners run (sharded subscriptions follow their slots) with the slot map to
+ * follow: after a refresh, the client's; on a change event, the event's new view, because Lettuce
+ * publishes that event before it loads the new view into the client (a listener reading the
+ * client's map then would still see the dead master, and nothing would call it again once
+ * commands succeed: a waiter would then only be woken by its re-check).
  */
 final class TopologyRefresh implements Runnable, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TopologyRefresh.class);
@@ -26,7 +32,7 @@ final class TopologyRefresh implements Runnable, AutoCloseable {
     static final long MIN_GAP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
     private final RedisClusterClient client;
-    private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
+    private final List<Consumer<Partitions>> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean running = new AtomicBoolean();
     private final reactor.core.Disposable events;
     private volatile long last = System.nanoTime() - MIN_GAP_NANOS;
@@ -36,11 +42,11 @@ final class TopologyRefresh implements Runnable, AutoCloseable {
         this.client = client;
         this.events = client.getResources().eventBus().get()
                 .filter(event -> event instanceof ClusterTopologyChangedEvent)
-                .subscribe(event -> changed(), error -> log.debug("event bus failed", error));
+                .subscribe(event -> changed(view(((ClusterTopologyChangedEvent) event).after())), error -> log.debug("event bus failed", error));
     }
 
-    /** Runs {@code listener} after every refresh and topology change. */
-    void onChange(Runnable listener) {
+    /** Runs {@code listener} with the new slot map after every refresh and topology change. */
+    void onChange(Consumer<Partitions> listener) {
         listeners.add(listener);
     }
 
@@ -58,7 +64,7 @@ final class TopologyRefresh implements Runnable, AutoCloseable {
                 if (error != null) {
                     log.debug("topology refresh failed", error);
                 }
-                changed();
+                changed(client.getPartitions());
             });
         } catch (RuntimeException e) {
             running.set(false);
@@ -66,13 +72,19 @@ final class TopologyRefresh implements Runnable, AutoCloseable {
         }
     }
 
-    private void changed() {
+    private static Partitions view(List<io.lettuce.core.cluster.models.partitions.RedisClusterNode> nodes) {
+        Partitions view = new Partitions();
+        view.reload(nodes);
+        return view;
+    }
+
+    private void changed(Partitions view) {
         if (closed) {
             return;
         }
-        for (Runnable listener : listeners) {
+        for (Consumer<Partitions> listener : listeners) {
             try {
-                listener.run();
+                listener.accept(view);
             } catch (RuntimeException e) {
                 log.warn("a topology listener failed", e);
             }
