@@ -15,6 +15,7 @@ import dev.baton.testkit.RedisSentinelGroup;
 import dev.baton.testkit.RedisServer;
 import dev.baton.testkit.TcpProxy;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.redisson.Redisson;
 import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RLock;
@@ -28,6 +29,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -47,6 +49,7 @@ import java.util.concurrent.locks.Lock;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -88,18 +91,34 @@ class NemesisSoakTest {
     private static final List<Fault> KEEPS_DATA = List.of(Fault.PAUSE, Fault.KILL_RESTART_AOF, Fault.CLIENT_KILL_NORMAL,
             Fault.CLIENT_KILL_PUBSUB, Fault.LATENCY, Fault.BLACKHOLE, Fault.RESET);
 
+    /** What one run may take beyond its planned length: starting the group, settling, checking, closing. */
+    private static final Duration RUN_OVERHEAD = Duration.ofSeconds(60);
+
+    // The suite's default ceiling (120 s a test) fits neither two short runs with their overhead
+    // nor a long run: the test sets its own ceiling from the runs it plans.
     @Test
-    void everyKindUnderRandomFaults() throws Exception {
+    @Timeout(value = 3, unit = TimeUnit.HOURS)
+    void everyKindUnderRandomFaults() {
         long minutes = Long.getLong("baton.soak.minutes", 0);
         String replay = System.getProperty("baton.soak.seed");
+        Map<Long, Duration> runs = new LinkedHashMap<>();
         if (replay != null) {
-            run(Long.parseLong(replay), minutes > 0 ? Duration.ofMinutes(minutes) : Duration.ofSeconds(SHORT_SECONDS));
+            runs.put(Long.parseLong(replay), minutes > 0 ? Duration.ofMinutes(minutes) : Duration.ofSeconds(SHORT_SECONDS));
         } else if (minutes > 0) {
-            run(new Random().nextLong(), Duration.ofMinutes(minutes));
+            runs.put(new Random().nextLong(), Duration.ofMinutes(minutes));
         } else {
-            run(FIXED_SEED, Duration.ofSeconds(SHORT_SECONDS));
-            run(new Random().nextLong(), Duration.ofSeconds(SHORT_SECONDS));
+            runs.put(FIXED_SEED, Duration.ofSeconds(SHORT_SECONDS));
+            runs.put(new Random().nextLong(), Duration.ofSeconds(SHORT_SECONDS));
         }
+        Duration ceiling = Duration.ZERO;
+        for (Duration length : runs.values()) {
+            ceiling = ceiling.plus(length).plus(RUN_OVERHEAD);
+        }
+        assertTimeoutPreemptively(ceiling, () -> {
+            for (Map.Entry<Long, Duration> run : runs.entrySet()) {
+                run(run.getKey(), run.getValue());
+            }
+        }, "the soak overran its planned runs " + runs + " by more than " + RUN_OVERHEAD + " each");
     }
 
     /** One critical section as observed by its holder. */
