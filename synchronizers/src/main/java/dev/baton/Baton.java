@@ -1,9 +1,10 @@
 package dev.baton;
 
-import dev.baton.internal.BatonClient;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -36,7 +37,7 @@ public interface Baton extends AutoCloseable {
      */
     static Baton create(BatonOptions options) {
         Objects.requireNonNull(options, "options");
-        return BatonClient.open(options);
+        return DefaultBaton.open(options);
     }
 
     /**
@@ -56,7 +57,7 @@ public interface Baton extends AutoCloseable {
     static Baton create(RedisClient client, BatonOptions options) {
         Objects.requireNonNull(client, "client");
         Objects.requireNonNull(options, "options");
-        return BatonClient.open(client, options);
+        return DefaultBaton.open(client, options);
     }
 
     /**
@@ -66,7 +67,46 @@ public interface Baton extends AutoCloseable {
     static Baton create(RedisClusterClient client, BatonOptions options) {
         Objects.requireNonNull(client, "client");
         Objects.requireNonNull(options, "options");
-        return BatonClient.open(client, options);
+        return DefaultBaton.open(client, options);
+    }
+
+    /**
+     * A multi-lock over {@code locks}: taken all or nothing, in one canonical order, released in
+     * reverse. The locks may come from several clients and be of any lock kind.
+     *
+     * @throws NullPointerException     if {@code locks} or an element is null
+     * @throws IllegalArgumentException if {@code locks} is empty or names one lock twice
+     */
+    static BatonMultiLock multiLock(List<? extends BatonLock> locks) {
+        return DefaultBaton.multiLock(locks);
+    }
+
+    /** A multi-lock over {@code locks}; see {@link #multiLock(List)}. */
+    static BatonMultiLock multiLock(BatonLock... locks) {
+        return multiLock(List.of(locks));
+    }
+
+    /**
+     * A RedLock named {@code name} over {@code masters} (each a Baton client on an independent
+     * Redis master; at least one), with the default per-node timeout
+     * ({@link BatonRedLock#DEFAULT_NODE_TIMEOUT}).
+     *
+     * @throws NullPointerException     if an argument or an element is null
+     * @throws IllegalArgumentException if {@code name} is blank or {@code masters} is empty
+     */
+    static BatonRedLock redLock(String name, List<Baton> masters) {
+        return redLock(name, masters, BatonRedLock.DEFAULT_NODE_TIMEOUT);
+    }
+
+    /**
+     * A RedLock with a per-node timeout: how long one master may take to answer one attempt.
+     *
+     * @throws NullPointerException     if an argument or an element is null
+     * @throws IllegalArgumentException if {@code name} is blank, {@code masters} is empty or the
+     *                                  timeout is not positive
+     */
+    static BatonRedLock redLock(String name, List<Baton> masters, Duration nodeTimeout) {
+        return DefaultBaton.redLock(name, masters, nodeTimeout);
     }
 
     /**

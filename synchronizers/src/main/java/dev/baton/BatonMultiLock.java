@@ -1,7 +1,5 @@
 package dev.baton;
 
-import dev.baton.internal.BatonClient;
-
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -18,23 +16,9 @@ import java.util.concurrent.locks.Lock;
  * deadlock each other. Released in the reverse order.
  *
  * <p>How a wait ends is as for {@link BatonLock}; a wait time applies to the whole set.
+ * Obtained from {@link Baton#multiLock(List)}.
  */
 public interface BatonMultiLock extends Lock {
-
-    /**
-     * A multi-lock over {@code locks} (at least one, no duplicates).
-     *
-     * @throws NullPointerException     if {@code locks} or an element is null
-     * @throws IllegalArgumentException if {@code locks} is empty or names one lock twice
-     */
-    static BatonMultiLock of(List<? extends BatonLock> locks) {
-        return BatonClient.multiLock(locks);
-    }
-
-    /** A multi-lock over {@code locks}; see {@link #of(List)}. */
-    static BatonMultiLock of(BatonLock... locks) {
-        return of(List.of(locks));
-    }
 
     /** The locks, in the order they are taken. */
     List<BatonLock> locks();

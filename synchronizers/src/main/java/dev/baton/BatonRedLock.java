@@ -1,7 +1,5 @@
 package dev.baton;
 
-import dev.baton.internal.BatonClient;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -29,29 +27,13 @@ import java.util.concurrent.TimeUnit;
  * fencing token: use {@link BatonFencedLock} for that, and RedLock for efficiency (avoiding
  * duplicate work) or where a single Redis is not acceptable and occasional overlap is tolerable.
  *
- * <p>Leases are always fixed: RedLock holds are not renewed by a watchdog.
+ * <p>Leases are always fixed: RedLock holds are not renewed by a watchdog. Obtained from
+ * {@link Baton#redLock(String, List, Duration)}.
  */
 public interface BatonRedLock {
 
-    /** The default per-node timeout. */
+    /** The default per-node timeout (see {@link Baton#redLock(String, List)}). */
     Duration DEFAULT_NODE_TIMEOUT = Duration.ofMillis(200);
-
-    /**
-     * A RedLock named {@code name} over {@code masters} (each a Baton client on an independent
-     * Redis master; at least one), with the default per-node timeout.
-     */
-    static BatonRedLock of(String name, List<Baton> masters) {
-        return of(name, masters, DEFAULT_NODE_TIMEOUT);
-    }
-
-    /**
-     * A RedLock with a per-node timeout: how long one master may take to answer one attempt.
-     *
-     * @throws IllegalArgumentException if {@code masters} is empty or the timeout not positive
-     */
-    static BatonRedLock of(String name, List<Baton> masters, Duration nodeTimeout) {
-        return BatonClient.redLock(name, masters, nodeTimeout);
-    }
 
     /** The lock's name on every master. */
     String getName();

@@ -93,7 +93,7 @@ class BadInputTest {
         nulls.put("tryLock(1, null unit)", () -> lock.tryLock(1, null));
         nulls.put("expirable release(null)", () -> expirable.release(null));
         nulls.put("options redisUri(null)", () -> BatonOptions.builder().redisUri(null));
-        nulls.put("multiLock(null)", () -> BatonMultiLock.of((List<BatonLock>) null));
+        nulls.put("multiLock(null)", () -> Baton.multiLock((List<BatonLock>) null));
 
         long before = commandsSoFar();
         for (Map.Entry<String, Executable> call : illegal.entrySet()) {

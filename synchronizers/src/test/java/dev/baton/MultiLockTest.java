@@ -50,7 +50,7 @@ class MultiLockTest {
     @Test
     void allOrNothingWhenOneLockIsHeldElsewhere() throws Exception {
         assertTrue(threads.submit(() -> b2.lock("stock").tryLock()).get());
-        BatonMultiLock multi = BatonMultiLock.of(a1.lock("orders"), a2.lock("stock"), a1.fairLock("audit"));
+        BatonMultiLock multi = Baton.multiLock(a1.lock("orders"), a2.lock("stock"), a1.fairLock("audit"));
         RedisServer first = masters.servers().get(0);
         List<String> released = new java.util.ArrayList<>();
         try (dev.baton.testkit.RespClient monitor = new dev.baton.testkit.RespClient(first.host(), first.port())) {
@@ -84,8 +84,8 @@ class MultiLockTest {
 
     @Test
     void reversedOrdersInTwoClientsNeverDeadlockOrOverlap() throws Exception {
-        BatonMultiLock forward = BatonMultiLock.of(a1.lock("left"), a2.fairLock("right"));
-        BatonMultiLock backward = BatonMultiLock.of(b2.fairLock("right"), b1.lock("left"));
+        BatonMultiLock forward = Baton.multiLock(a1.lock("left"), a2.fairLock("right"));
+        BatonMultiLock backward = Baton.multiLock(b2.fairLock("right"), b1.lock("left"));
         assertEquals(List.of("left", "right"), backward.locks().stream().map(BatonLock::getName).toList());
         AtomicInteger inside = new AtomicInteger();
         AtomicInteger overlaps = new AtomicInteger();
@@ -114,9 +114,9 @@ class MultiLockTest {
 
     @Test
     void badInputIsRefused() {
-        assertThrows(IllegalArgumentException.class, () -> BatonMultiLock.of(List.of()));
-        assertThrows(NullPointerException.class, () -> BatonMultiLock.of((List<BatonLock>) null));
-        assertThrows(IllegalArgumentException.class, () -> BatonMultiLock.of(a1.lock("x"), a1.lock("x")));
-        assertThrows(UnsupportedOperationException.class, () -> BatonMultiLock.of(a1.lock("x")).newCondition());
+        assertThrows(IllegalArgumentException.class, () -> Baton.multiLock(List.of()));
+        assertThrows(NullPointerException.class, () -> Baton.multiLock((List<BatonLock>) null));
+        assertThrows(IllegalArgumentException.class, () -> Baton.multiLock(a1.lock("x"), a1.lock("x")));
+        assertThrows(UnsupportedOperationException.class, () -> Baton.multiLock(a1.lock("x")).newCondition());
     }
 }

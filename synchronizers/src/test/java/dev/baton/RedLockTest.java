@@ -51,7 +51,7 @@ class RedLockTest {
 
     @Test
     void aMajorityGrantsAndTheLockIsReleasedEverywhere() throws Exception {
-        BatonRedLock lock = BatonRedLock.of("report", nodes);
+        BatonRedLock lock = Baton.redLock("report", nodes);
         long started = System.nanoTime();
         assertTrue(lock.tryLock(1, 10, TimeUnit.SECONDS));
         long validity = lock.validityMillis();
@@ -72,7 +72,7 @@ class RedLockTest {
         assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
             masters.servers().get(0).kill();
             masters.servers().get(1).kill();
-            BatonRedLock lock = BatonRedLock.of("quorum", nodes, Duration.ofMillis(200));
+            BatonRedLock lock = Baton.redLock("quorum", nodes, Duration.ofMillis(200));
             assertTrue(lock.tryLock(2, 10, TimeUnit.SECONDS), "3 of 5 is a majority");
             assertEquals(3, holders("quorum"));
             lock.unlock();
@@ -95,7 +95,7 @@ class RedLockTest {
                 slow.add(clients.open(BatonOptions.builder().redisUri(proxy.uri()).build()));
                 proxy.setLatency(Duration.ofMillis(120)); // one round trip: at least 240 ms
             }
-            BatonRedLock lock = BatonRedLock.of("too-slow", slow, Duration.ofSeconds(2));
+            BatonRedLock lock = Baton.redLock("too-slow", slow, Duration.ofSeconds(2));
             assertFalse(lock.tryLock(0, 100, TimeUnit.MILLISECONDS), "validity would be negative");
             assertEquals(0, lock.validityMillis());
         } finally {
@@ -105,9 +105,9 @@ class RedLockTest {
 
     @Test
     void badInputIsRefused() {
-        assertThrows(IllegalArgumentException.class, () -> BatonRedLock.of("x", List.of()));
-        assertThrows(IllegalArgumentException.class, () -> BatonRedLock.of("x", nodes, Duration.ZERO));
-        BatonRedLock lock = BatonRedLock.of("x", nodes);
+        assertThrows(IllegalArgumentException.class, () -> Baton.redLock("x", List.of()));
+        assertThrows(IllegalArgumentException.class, () -> Baton.redLock("x", nodes, Duration.ZERO));
+        BatonRedLock lock = Baton.redLock("x", nodes);
         assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, 0, TimeUnit.SECONDS));
         assertThrows(IllegalArgumentException.class, () -> lock.tryLock(-1, 1, TimeUnit.SECONDS));
     }

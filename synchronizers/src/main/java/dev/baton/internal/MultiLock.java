@@ -47,7 +47,7 @@ final class MultiLock implements BatonMultiLock {
 
     /** Name first, then where it lives: the same for every process that names the same locks. */
     private static String orderKey(BatonLock lock) {
-        String where = lock instanceof RedisLock r ? r.client.target() : "";
+        String where = lock instanceof RedisLock r ? r.services.target() : "";
         return lock.getName() + "\u0000" + where + "\u0000" + lock.getClass().getSimpleName();
     }
 

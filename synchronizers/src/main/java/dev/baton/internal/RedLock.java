@@ -1,6 +1,5 @@
 package dev.baton.internal;
 
-import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonRedLock;
 
@@ -39,23 +38,15 @@ final class RedLock implements BatonRedLock {
     private final int quorum;
     private final Map<Long, Long> validUntilNanos = new ConcurrentHashMap<>();
 
-    RedLock(String name, List<Baton> masters, Duration nodeTimeout) {
-        this.name = Names.requireName(name);
-        Objects.requireNonNull(masters, "masters");
-        Objects.requireNonNull(nodeTimeout, "nodeTimeout");
-        if (masters.isEmpty()) {
-            throw new IllegalArgumentException("masters must not be empty");
-        }
-        if (nodeTimeout.isNegative() || nodeTimeout.isZero()) {
-            throw new IllegalArgumentException("nodeTimeout must be positive, was " + nodeTimeout);
-        }
-        List<BatonLock> locks = new ArrayList<>();
-        for (Baton master : masters) {
-            locks.add(Objects.requireNonNull(master, "masters element").lock(name));
-        }
-        this.nodes = List.copyOf(locks);
+    /**
+     * @param nodes the lock of this name on each master (the entry point checked the masters
+     *              and the timeout, and made these)
+     */
+    RedLock(String name, List<BatonLock> nodes, Duration nodeTimeout) {
+        this.name = name;
+        this.nodes = List.copyOf(nodes);
         this.nodeTimeoutNanos = nodeTimeout.toNanos();
-        this.quorum = masters.size() / 2 + 1;
+        this.quorum = nodes.size() / 2 + 1;
     }
 
     @Override

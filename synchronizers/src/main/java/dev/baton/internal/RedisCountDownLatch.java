@@ -32,13 +32,13 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
     private static final long RECHECK_MS = TimeUnit.SECONDS.toMillis(RECHECK_SECONDS);
     private static final long MESSAGE_GRACE_MS = 500;
 
-    private final BatonClient client;
+    private final Services services;
     private final String name;
     private final String channel;
     private final List<String> keys;
 
-    RedisCountDownLatch(BatonClient client, String name) {
-        this.client = client;
+    RedisCountDownLatch(Services services, String name) {
+        this.services = services;
         this.name = Names.requireName(name);
         this.channel = Names.latchChannel(name);
         this.keys = List.of(name, channel);
@@ -66,13 +66,13 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     @Override
     public void await() throws InterruptedException {
-        Blocking.awaitInterruptibly(() -> start(-1), client.cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(-1), services.cleanupNanos());
     }
 
     @Override
     public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
         long waitNanos = Blocking.waitNanos(timeout, unit, "timeout");
-        return Blocking.awaitInterruptibly(() -> start(waitNanos), client.cleanupNanos());
+        return Blocking.awaitInterruptibly(() -> start(waitNanos), services.cleanupNanos());
     }
 
     @Override
@@ -85,18 +85,18 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
         if (count < 1) {
             throw new IllegalArgumentException("count must be at least 1, was " + count);
         }
-        CommandExecutor executor = client.executor();
+        CommandExecutor executor = services.executor();
         return executor.<Long>evalUntilAnswered(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER,
                         List.of(name, channel, Requests.key(name, Requests.newId())),
-                        List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE, client.requests().memoryArg()),
+                        List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE, services.requests().memoryArg()),
                         executor.timeout().toNanos())
                 .thenApply(set -> set.value() == 1L);
     }
 
     @Override
     public CompletionStage<Void> countDownAsync() {
-        client.checkOpen();
-        Requests ids = client.requests();
+        services.checkOpen();
+        Requests ids = services.requests();
         String key = Requests.key(name, Requests.newId());
         return ids.<Long>deliver(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER,
                         ids.withForgotten(name, List.of(name, channel, key)),
@@ -122,20 +122,20 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     @Override
     public CompletionStage<Boolean> deleteAsync() {
-        return client.executor().<Long>eval(Script.LATCH_DELETE, CommandExecutor.Reply.INTEGER, keys,
+        return services.executor().<Long>eval(Script.LATCH_DELETE, CommandExecutor.Reply.INTEGER, keys,
                 List.of(NEW_COUNT_OR_DELETED_MESSAGE)).thenApply(deleted -> deleted == 1L);
     }
 
     private CompletableFuture<Long> readCount() {
-        return client.executor().read("GET", name, c -> c.get(name))
+        return services.executor().read("GET", name, c -> c.get(name))
                 .thenApply(value -> value == null ? 0L : Math.max(0L, Long.parseLong(value)));
     }
 
 
 
     private AcquireEngine.Acquisition start(long waitNanos) {
-        client.checkOpen();
-        return client.engine().acquire(new ZeroWatch(), channel, PubSubService.WAKE_ALL, waitNanos);
+        services.checkOpen();
+        return services.engine().acquire(new ZeroWatch(), channel, PubSubService.WAKE_ALL, waitNanos);
     }
 
     /** One await's attempts: read the count; zero grants. */
@@ -162,7 +162,7 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
-            return client.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
+            return services.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
                 if (value != null && Long.parseLong(value) > 0) {
                     // Only a count seen while subscribed promises a message when it changes.
                     sawPositive = listening;

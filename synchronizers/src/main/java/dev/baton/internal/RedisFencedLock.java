@@ -9,8 +9,8 @@ import java.util.concurrent.TimeUnit;
 /** The fenced lock: the lock plumbing with the fenced recipe, plus token accessors. */
 final class RedisFencedLock extends RedisLock implements BatonFencedLock {
 
-    RedisFencedLock(BatonClient client, String name) {
-        super(client, name, n -> new FencedRecipe(client.executor(), n));
+    RedisFencedLock(Services services, String name) {
+        super(services, name, n -> new FencedRecipe(services.executor(), n));
     }
 
     @Override
@@ -52,7 +52,7 @@ final class RedisFencedLock extends RedisLock implements BatonFencedLock {
     }
 
     private long tokenOf(long ownerId) {
-        Lease lease = client.leases().get(name, owner(ownerId));
+        Lease lease = services.leases().get(name, owner(ownerId));
         if (lease == null) {
             throw new IllegalMonitorStateException("fenced lock '" + name + "' is not held by owner " + owner(ownerId));
         }

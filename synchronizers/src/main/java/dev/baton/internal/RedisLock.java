@@ -41,12 +41,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 class RedisLock implements BatonLock {
     private static final Logger log = LoggerFactory.getLogger(RedisLock.class);
 
-    final BatonClient client;
+    final Services services;
     final String name;
     private final LockRecipe recipe;
 
-    RedisLock(BatonClient client, String name, java.util.function.Function<String, LockRecipe> recipe) {
-        this.client = client;
+    RedisLock(Services services, String name, java.util.function.Function<String, LockRecipe> recipe) {
+        this.services = services;
         this.name = Names.requireName(name);
         this.recipe = recipe.apply(name);
     }
@@ -80,7 +80,7 @@ class RedisLock implements BatonLock {
 
     private void lockInterruptiblyFor(LeaseRequest lease) throws InterruptedException {
         long owner = ownerOfCurrentThread();
-        Blocking.awaitInterruptibly(() -> start(-1, lease, owner), client.cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(-1, lease, owner), services.cleanupNanos());
     }
 
     @Override
@@ -100,7 +100,7 @@ class RedisLock implements BatonLock {
 
     private boolean tryLockFor(long waitNanos, LeaseRequest lease) throws InterruptedException {
         long owner = ownerOfCurrentThread();
-        return Blocking.awaitInterruptibly(() -> start(waitNanos, lease, owner), client.cleanupNanos());
+        return Blocking.awaitInterruptibly(() -> start(waitNanos, lease, owner), services.cleanupNanos());
     }
 
     @Override
@@ -140,20 +140,20 @@ class RedisLock implements BatonLock {
     @Override
     public boolean isHeldByThread(long ownerId) {
         String owner = owner(ownerId);
-        return Blocking.join(client.executor().read("HEXISTS", name, c -> c.hexists(name, owner)));
+        return Blocking.join(services.executor().read("HEXISTS", name, c -> c.hexists(name, owner)));
     }
 
     @Override
     public int getHoldCount() {
         String owner = owner(ownerOfCurrentThread());
-        String count = Blocking.join(client.executor().read("HGET", name, c -> c.hget(name, owner)));
+        String count = Blocking.join(services.executor().read("HGET", name, c -> c.hget(name, owner)));
         return count == null ? 0 : Integer.parseInt(count);
     }
 
     @Override
     public long remainTimeToLive() {
-        client.checkOpen();
-        return Blocking.join(client.executor().read("PTTL", name, c -> c.pttl(name)));
+        services.checkOpen();
+        return Blocking.join(services.executor().read("PTTL", name, c -> c.pttl(name)));
     }
 
     // ---- asynchronous API ------------------------------------------------------------------
@@ -191,13 +191,13 @@ class RedisLock implements BatonLock {
 
     @Override
     public CompletionStage<Boolean> forceUnlockAsync() {
-        client.checkOpen();
+        services.checkOpen();
         return recipe.forceUnlock();
     }
 
     @Override
     public CompletionStage<Boolean> isLockedAsync() {
-        client.checkOpen();
+        services.checkOpen();
         return recipe.isLocked();
     }
 
@@ -208,7 +208,7 @@ class RedisLock implements BatonLock {
     }
 
     LeaseRequest watchdog() {
-        return new LeaseRequest(true, client.watchdogMs());
+        return new LeaseRequest(true, services.watchdogMs());
     }
 
     /** The longest lease accepted: 10 years. Redis refuses expiries it cannot represent. */
@@ -237,12 +237,12 @@ class RedisLock implements BatonLock {
 
     /** The owner's field in the lock hash: its owner id, as the recipe spells it. */
     String owner(long ownerId) {
-        return recipe.field(Names.owner(client.clientId(), ownerId));
+        return recipe.field(Names.owner(services.clientId(), ownerId));
     }
 
     AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
-        client.checkOpen();
-        return client.engine().acquire(new LockAttempt(owner(ownerId), lease, waitNanos != 0), recipe.channel(),
+        services.checkOpen();
+        return services.engine().acquire(new LockAttempt(owner(ownerId), lease, waitNanos != 0), recipe.channel(),
                 recipe.wakeRule(), waitNanos);
     }
 
@@ -278,17 +278,17 @@ class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
-            client.checkOpen();
-            heldBefore = client.leases().holds(name, owner);
+            services.checkOpen();
+            heldBefore = services.leases().holds(name, owner);
             if (handedOver && heldBefore == 0) {
                 // The release that woke us already made us the holder: no round trip needed.
-                Lease granted = client.leases().granted(name, owner, 1, lease.ms(), lease.watchdog(), recipe.renewal());
+                Lease granted = services.leases().granted(name, owner, 1, lease.ms(), lease.watchdog(), recipe.renewal());
                 claim(granted);
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
                 if (grant.granted()) {
-                    Lease held = client.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(),
+                    Lease held = services.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(),
                             lease.watchdog(), recipe.renewal());
                     held.token = grant.token();
                     return AcquireEngine.Outcome.GRANTED;
@@ -316,7 +316,7 @@ class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<?> leave() {
-            if (client.leases().holds(name, owner) > 0) {
+            if (services.leases().holds(name, owner) > 0) {
                 return CompletableFuture.completedFuture(null);
             }
             return recipe.leave(owner).exceptionally(e -> {
@@ -328,9 +328,9 @@ class RedisLock implements BatonLock {
 
     /** Confirms a handed-off grant, extending it from the claim timeout to our own lease. */
     private void claim(Lease granted) {
-        client.renewNow(granted).whenComplete((held, e) -> {
+        services.renewNow(granted).whenComplete((held, e) -> {
             if (e == null && !held) {
-                client.leases().lost(granted, "the lock was handed to this owner but passed on before it was claimed");
+                services.leases().lost(granted, "the lock was handed to this owner but passed on before it was claimed");
             } else if (e != null) {
                 log.debug("claiming the hand-off of '{}' by {} failed: {}", name, granted.owner, e.toString());
             }
@@ -338,7 +338,7 @@ class RedisLock implements BatonLock {
     }
 
     private CompletableFuture<Void> release(long ownerId) {
-        client.checkOpen();
+        services.checkOpen();
         return release(owner(ownerId), false);
     }
 
@@ -351,9 +351,9 @@ class RedisLock implements BatonLock {
      * its release is sent, so an unconfirmed final release still ends with the lease.
      */
     private CompletableFuture<Void> release(String owner, boolean cleanup) {
-        Lease lease = client.leases().get(name, owner);
+        Lease lease = services.leases().get(name, owner);
         if (lease == null) {
-            String reason = client.leases().takeLostReason(name, owner);
+            String reason = services.leases().takeLostReason(name, owner);
             return CompletableFuture.failedFuture(reason != null
                     ? leaseLost(owner, reason)
                     : new IllegalMonitorStateException(recipe + " '" + name + "' is not held by owner " + owner));
@@ -361,7 +361,7 @@ class RedisLock implements BatonLock {
         int heldBefore = lease.holds;
         boolean unconfirmedBefore = lease.releaseUnconfirmed;
         if (heldBefore <= 1) {
-            client.leases().stopRenewing(lease);
+            services.leases().stopRenewing(lease);
         }
         lease.holds = heldBefore - 1;
         return recipe.release(owner, heldBefore, lease.leaseMs, cleanup).handle((delivered, error) -> {
@@ -370,7 +370,7 @@ class RedisLock implements BatonLock {
                 if (cause instanceof dev.baton.ReplicaSyncException) {
                     // Released on the master; too few replicas have it yet. The hold is over.
                     if (heldBefore <= 1) {
-                        client.leases().remove(lease);
+                        services.leases().remove(lease);
                     }
                     throw (dev.baton.ReplicaSyncException) cause;
                 }
@@ -389,19 +389,19 @@ class RedisLock implements BatonLock {
             if (left >= 0) {
                 lease.releaseUnconfirmed = false;
                 if (left == 0) {
-                    client.leases().remove(lease);
+                    services.leases().remove(lease);
                 } else {
                     lease.holds = (int) left;
                 }
                 return null;
             }
             if (heldBefore == 1 && (delivered.resent() || unconfirmedBefore)) {
-                client.leases().remove(lease);
+                services.leases().remove(lease);
                 log.debug("release of '{}' by {} found nothing held: an earlier copy of it released the lock", name, owner);
                 return null;
             }
             String reason = "its lease expired or the lock was deleted before unlock";
-            client.leases().lostOnRelease(lease, heldBefore - 1, reason);
+            services.leases().lostOnRelease(lease, heldBefore - 1, reason);
             throw leaseLost(owner, reason);
         });
     }

@@ -28,13 +28,13 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     private static final String NO_EXPIRY = "-1";
     private static final String MAX_PERMITS = Integer.toString(Integer.MAX_VALUE);
 
-    private final BatonClient client;
+    private final Services services;
     private final String name;
     private final String channel;
     private final List<String> keys;
 
-    RedisPermitExpirableSemaphore(BatonClient client, String name) {
-        this.client = client;
+    RedisPermitExpirableSemaphore(Services services, String name) {
+        this.services = services;
         this.name = Names.requireName(name);
         this.channel = Names.semaphoreChannel(name);
         this.keys = List.of(name, Names.expirablePermits(name), channel);
@@ -57,7 +57,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     private String acquireFor(String leaseMs) throws InterruptedException {
         PermitAttempt attempt = new PermitAttempt(leaseMs);
-        Blocking.awaitInterruptibly(() -> start(attempt, -1), client.cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
         return attempt.id;
     }
 
@@ -71,7 +71,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     public Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long waitNanos = SemaphoreWaits.waitNanos(waitTime, unit);
         PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
-        return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), client.cleanupNanos())
+        return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos())
                 ? Optional.of(attempt.id) : Optional.empty();
     }
 
@@ -133,7 +133,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public boolean delete() {
-        return Blocking.join(client.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
+        return Blocking.join(services.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
                 List.of(name, channel, Names.expirablePermits(name)), List.of())) == 1L;
     }
 
@@ -164,7 +164,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     public CompletionStage<Boolean> updateLeaseTimeAsync(String permitId, long leaseTime, TimeUnit unit) {
         requireId(permitId);
         String lease = leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit);
-        return client.executor().<Long>eval(Script.EXPIRABLE_UPDATE_LEASE, CommandExecutor.Reply.INTEGER, keys,
+        return services.executor().<Long>eval(Script.EXPIRABLE_UPDATE_LEASE, CommandExecutor.Reply.INTEGER, keys,
                 List.of(permitId, lease)).thenApply(updated -> updated == 1L);
     }
 
@@ -179,7 +179,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     }
 
     private CompletableFuture<Long> permitsOp(String op, int n) {
-        return client.executor().eval(Script.EXPIRABLE_PERMITS, CommandExecutor.Reply.INTEGER, keys,
+        return services.executor().eval(Script.EXPIRABLE_PERMITS, CommandExecutor.Reply.INTEGER, keys,
                 List.of(op, Integer.toString(n), MAX_PERMITS));
     }
 
@@ -191,8 +191,8 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
      */
     private CompletableFuture<Boolean> sendRelease(String permitId) {
         String id = requireId(permitId);
-        CommandExecutor executor = client.executor();
-        Requests requests = client.requests();
+        CommandExecutor executor = services.executor();
+        Requests requests = services.requests();
         return executor.<Long>evalUntilAnswered(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys,
                 List.of(id), executor.timeout().toNanos()).handle((d, error) -> {
                     if (error == null) {
@@ -233,8 +233,8 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
 
     private AcquireEngine.Acquisition start(PermitAttempt attempt, long waitNanos) {
-        client.checkOpen();
-        return client.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
+        services.checkOpen();
+        return services.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
     }
 
     /**
@@ -258,10 +258,10 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
-            client.checkOpen();
+            services.checkOpen();
             String attemptId = UUID.randomUUID().toString().replace("-", "");
             id = attemptId;
-            return client.executor().<List<Object>>eval(Script.EXPIRABLE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
+            return services.executor().<List<Object>>eval(Script.EXPIRABLE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
                     List.of(attemptId, leaseMs)).thenApply(reply -> {
                         if ((Long) reply.get(0) == 1L) {
                             return AcquireEngine.Outcome.GRANTED;
@@ -286,7 +286,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         private CompletableFuture<?> giveBack() {
             // A release by this attempt's own id: harmless however late it lands, so it is sent
             // until answered (in the background past the command timeout), never lost.
-            return client.requests().deliver(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys, List.of(id),
+            return services.requests().deliver(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys, List.of(id),
                     null, id, "giving back permit " + id + " of semaphore '" + name + "'").foreground();
         }
     }

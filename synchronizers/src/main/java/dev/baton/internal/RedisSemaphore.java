@@ -26,13 +26,13 @@ import java.util.concurrent.atomic.AtomicReference;
 final class RedisSemaphore implements BatonSemaphore {
     private static final String MAX_PERMITS = Integer.toString(Integer.MAX_VALUE);
 
-    private final BatonClient client;
+    private final Services services;
     private final String name;
     private final String channel;
     private final List<String> nameOnly;
 
-    RedisSemaphore(BatonClient client, String name) {
-        this.client = client;
+    RedisSemaphore(Services services, String name) {
+        this.services = services;
         this.name = Names.requireName(name);
         this.channel = Names.semaphoreChannel(name);
         this.nameOnly = List.of(name);
@@ -51,7 +51,7 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public void acquire(int permits) throws InterruptedException {
         SemaphoreWaits.requirePermits(permits);
-        Blocking.awaitInterruptibly(() -> start(permits, -1), client.cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(permits, -1), services.cleanupNanos());
     }
 
     @Override
@@ -74,14 +74,14 @@ final class RedisSemaphore implements BatonSemaphore {
     public boolean tryAcquire(int permits, long timeout, TimeUnit unit) throws InterruptedException {
         SemaphoreWaits.requirePermits(permits);
         long waitNanos = SemaphoreWaits.waitNanos(timeout, unit);
-        return Blocking.awaitInterruptibly(() -> start(permits, waitNanos), client.cleanupNanos());
+        return Blocking.awaitInterruptibly(() -> start(permits, waitNanos), services.cleanupNanos());
     }
 
     @Override
     public SemaphorePermits acquirePermits(int permits) throws InterruptedException {
         SemaphoreWaits.requirePermits(permits);
         PermitsAttempt attempt = new PermitsAttempt(permits);
-        Blocking.awaitInterruptibly(() -> start(attempt, -1), client.cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
         return new Permits(permits, Requests.newId());
     }
 
@@ -121,7 +121,7 @@ final class RedisSemaphore implements BatonSemaphore {
 
     /** Waits for a release already under way at most one command timeout. */
     private CompletableFuture<Long> executorBound(CompletableFuture<Long> landed) {
-        return landed.orTimeout(client.options().commandTimeout().toNanos(), TimeUnit.NANOSECONDS)
+        return landed.orTimeout(services.commandTimeout().toNanos(), TimeUnit.NANOSECONDS)
                 .exceptionallyCompose(e -> CompletableFuture.failedFuture(
                         CommandExecutor.unwrap(e) instanceof java.util.concurrent.TimeoutException
                                 ? new dev.baton.RedisUnavailableException("the release of semaphore '" + name
@@ -185,7 +185,7 @@ final class RedisSemaphore implements BatonSemaphore {
 
     @Override
     public CompletionStage<Integer> availablePermitsAsync() {
-        return client.executor().read("GET", name, c -> c.get(name))
+        return services.executor().read("GET", name, c -> c.get(name))
                 .thenApply(value -> value == null ? 0 : (int) Math.max(Integer.MIN_VALUE, Long.parseLong(value)));
     }
 
@@ -194,10 +194,10 @@ final class RedisSemaphore implements BatonSemaphore {
         if (permits < 0) {
             throw new IllegalArgumentException("permits must not be negative, was " + permits);
         }
-        CommandExecutor executor = client.executor();
+        CommandExecutor executor = services.executor();
         return executor.<Long>evalUntilAnswered(Script.SEMAPHORE_TRY_SET, CommandExecutor.Reply.INTEGER,
                         List.of(name, channel, Requests.key(name, Requests.newId())),
-                        List.of(Integer.toString(permits), client.requests().memoryArg()), executor.timeout().toNanos())
+                        List.of(Integer.toString(permits), services.requests().memoryArg()), executor.timeout().toNanos())
                 .thenApply(set -> set.value() == 1L);
     }
 
@@ -212,20 +212,20 @@ final class RedisSemaphore implements BatonSemaphore {
 
     @Override
     public CompletionStage<Integer> drainPermitsAsync() {
-        return client.executor().<Long>eval(Script.SEMAPHORE_DRAIN, CommandExecutor.Reply.INTEGER, nameOnly, List.of())
+        return services.executor().<Long>eval(Script.SEMAPHORE_DRAIN, CommandExecutor.Reply.INTEGER, nameOnly, List.of())
                 .thenApply(Long::intValue);
     }
 
     @Override
     public CompletionStage<Boolean> deleteAsync() {
-        return client.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
+        return services.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
                 List.of(name, channel, Names.expirablePermits(name)), List.of()).thenApply(deleted -> deleted == 1L);
     }
 
     /** Adds permits (a release, addPermits, a late grant given back) as one exactly-once request. */
     private Requests.Delivery<Long> add(int permits, String id, String what) {
-        client.checkOpen();
-        Requests ids = client.requests();
+        services.checkOpen();
+        Requests ids = services.requests();
         String key = Requests.key(name, id);
         return ids.deliver(Script.SEMAPHORE_ADD, CommandExecutor.Reply.INTEGER,
                 ids.withForgotten(name, List.of(name, channel, key)),
@@ -237,8 +237,8 @@ final class RedisSemaphore implements BatonSemaphore {
     }
 
     private AcquireEngine.Acquisition start(PermitsAttempt attempt, long waitNanos) {
-        client.checkOpen();
-        return client.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
+        services.checkOpen();
+        return services.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
     }
 
     /** One acquisition's attempts to take its permits; each attempt is a request of its own. */
@@ -259,11 +259,11 @@ final class RedisSemaphore implements BatonSemaphore {
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
-            client.checkOpen();
+            services.checkOpen();
             String attemptKey = Requests.key(name, Requests.newId());
             key = attemptKey;
-            Requests ids = client.requests();
-            return client.executor().<List<Object>>eval(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY,
+            Requests ids = services.requests();
+            return services.executor().<List<Object>>eval(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY,
                     ids.withForgotten(name, List.of(name, attemptKey)),
                     List.of(Integer.toString(permits), ids.memoryArg())).thenApply(reply -> {
                         if ((Long) reply.get(0) == 1L) {
@@ -278,7 +278,7 @@ final class RedisSemaphore implements BatonSemaphore {
         @Override
         public CompletableFuture<?> abandonUnknown() {
             // Cancel the attempt by its id: permits it took come back, a late copy takes none.
-            Requests ids = client.requests();
+            Requests ids = services.requests();
             return ids.deliver(Script.SEMAPHORE_CANCEL, CommandExecutor.Reply.INTEGER, List.of(name, channel, key),
                     List.of(Integer.toString(permits), ids.memoryArg()), null, null,
                     "cancelling an unanswered acquire of " + permitsWord(permits) + " of semaphore '" + name + "'").foreground();

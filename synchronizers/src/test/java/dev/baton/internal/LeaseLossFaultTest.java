@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.Runtimes;
 import dev.baton.testkit.Bounds;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
@@ -61,7 +62,7 @@ class LeaseLossFaultTest {
                         "reported within a third of the watchdog timeout: " + TimeUnit.NANOSECONDS.toMillis(reportedAfter) + " ms");
                 assertTrue(report.startsWith("batch-job | " + holder.clientId() + ":" + Thread.currentThread().getId() + " | "),
                         report);
-                assertEquals(0, ((BatonClient) holder).renewedLeases(), "renewal stopped");
+                assertEquals(0, Runtimes.of(holder).renewedLeases(), "renewal stopped");
 
                 LeaseLostException first = assertThrows(LeaseLostException.class, lock::unlock);
                 assertTrue(first.getMessage().contains("lost"), first.getMessage());
@@ -92,7 +93,7 @@ class LeaseLossFaultTest {
             assertTrue(lock.isHeldByCurrentThread());
             lock.unlock();
             assertEquals(0L, redis.command("EXISTS", "long-job"));
-            assertEquals(0, ((BatonClient) baton).renewedLeases());
+            assertEquals(0, Runtimes.of(baton).renewedLeases());
         }
     }
 

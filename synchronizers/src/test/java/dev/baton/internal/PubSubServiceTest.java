@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.Runtimes;
 import dev.baton.Baton;
 import dev.baton.BatonOptions;
 import dev.baton.testkit.RedisServer;
@@ -31,7 +32,7 @@ class PubSubServiceTest {
     void start() {
         redis = RedisServer.start();
         baton = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
-        pubSub = ((BatonClient) baton).pubSub();
+        pubSub = Runtimes.of(baton).pubSub();
     }
 
     @AfterEach

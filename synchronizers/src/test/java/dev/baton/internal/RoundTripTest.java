@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.Runtimes;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
@@ -53,7 +54,7 @@ class RoundTripTest {
                 }
                 assertEquals(Map.of("evalsha", 200), sent, "what the client sent for 100 lock+unlock pairs of a " + kind + " lock");
             }
-            assertEquals(0, ((BatonClient) baton).subscribedChannels());
+            assertEquals(0, Runtimes.of(baton).subscribedChannels());
         }
     }
 }

@@ -1,0 +1,194 @@
+package dev.baton.internal;
+
+import dev.baton.BatonCountDownLatch;
+import dev.baton.BatonFencedLock;
+import dev.baton.BatonLock;
+import dev.baton.BatonMultiLock;
+import dev.baton.BatonOptions;
+import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.BatonReadWriteLock;
+import dev.baton.BatonRedLock;
+import dev.baton.BatonSemaphore;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.function.Function;
+import java.util.function.ToIntFunction;
+
+/**
+ * One client's runtime: it wires the services every synchronizer shares (command executor,
+ * pub/sub service, acquire engine, lease table, renewal registry, request memory) on the
+ * connections {@link LettuceConnections} opened, hands them to each synchronizer it makes as one
+ * {@link Services} value, and closes them in order. The public entry point wraps one of these;
+ * this class knows nothing of it.
+ */
+public final class ClientRuntime implements AutoCloseable {
+    private final BatonOptions options;
+    private final LettuceConnections connections;
+    private final NettyScheduler scheduler;
+    private final CommandExecutor executor;
+    private final PubSubService pubSub;
+    private final RenewalRegistry renewals;
+    private final Services services;
+
+    private ClientRuntime(BatonOptions options, LettuceConnections connections) {
+        this.options = options;
+        this.connections = connections;
+        this.scheduler = new NettyScheduler();
+        CommandExecutor.ReplicaSync sync = CommandExecutor.ReplicaSync.OFF;
+        if (options.replicaSyncReplicas() > 0) {
+            sync = new CommandExecutor.ReplicaSync(options.replicaSyncReplicas(), options.replicaSyncTimeout(),
+                    options.replicaSyncFailure() == BatonOptions.ReplicaSyncFailure.FAIL);
+        }
+        this.executor = new CommandExecutor(connections.commands(), connections.async(), scheduler,
+                options.commandTimeout(), sync);
+        this.pubSub = new PubSubService(connections.pubSub(), connections.subscriber().apply(executor), executor);
+        Leases leases = new Leases(scheduler, options.leaseLostListener());
+        ScriptRenewer renewer = new ScriptRenewer(executor);
+        ToIntFunction<String> slotOf = connections.cluster() ? SlotHash::getSlot : key -> 0;
+        this.renewals = new RenewalRegistry(renewer, leases::lost, scheduler, slotOf,
+                options.watchdogTimeout().toMillis(), options.renewalBatchSize());
+        leases.attach(renewals);
+        this.services = new Services(executor, new AcquireEngine(pubSub, scheduler), leases, renewer,
+                new Requests(executor, scheduler, options.commandTimeout()), UUID.randomUUID().toString(),
+                options.commandTimeout(), options.watchdogTimeout(), connections.target(), new Services.Lifecycle());
+        renewals.start();
+        connections.wiring().accept(executor);
+    }
+
+    /** A runtime on a Lettuce client made from {@code options}, which it shuts down on close. */
+    public static ClientRuntime open(BatonOptions options) {
+        return new ClientRuntime(options, LettuceConnections.open(options));
+    }
+
+    /** A runtime on the application's standalone or Sentinel client, never shut down here. */
+    public static ClientRuntime open(RedisClient client, BatonOptions options) {
+        return new ClientRuntime(options, LettuceConnections.open(client, options));
+    }
+
+    /** A runtime on the application's cluster client, never shut down here. */
+    public static ClientRuntime open(RedisClusterClient client, BatonOptions options) {
+        return new ClientRuntime(options, LettuceConnections.open(client, options));
+    }
+
+    // ---- synchronizers ---------------------------------------------------------------------
+
+    public BatonLock lock(String name) {
+        services.checkOpen();
+        return new RedisLock(services, name, n -> new ReentrantRecipe(services.executor(), n));
+    }
+
+    public BatonLock fairLock(String name) {
+        services.checkOpen();
+        long waiterLeaseMs = options.fairLockWaiterTimeout().toMillis();
+        return new RedisLock(services, name, n -> new FairRecipe(services.executor(), n, waiterLeaseMs));
+    }
+
+    public BatonReadWriteLock readWriteLock(String name) {
+        services.checkOpen();
+        Names.requireName(name);
+        return new RedisReadWriteLock(name,
+                new RedisLock(services, name, n -> new ReadLockRecipe(services.executor(), n)),
+                new RedisLock(services, name, n -> new WriteLockRecipe(services.executor(), n)));
+    }
+
+    public BatonFencedLock fencedLock(String name) {
+        services.checkOpen();
+        return new RedisFencedLock(services, name);
+    }
+
+    public BatonSemaphore semaphore(String name) {
+        services.checkOpen();
+        return new RedisSemaphore(services, name);
+    }
+
+    public BatonPermitExpirableSemaphore permitExpirableSemaphore(String name) {
+        services.checkOpen();
+        return new RedisPermitExpirableSemaphore(services, name);
+    }
+
+    public BatonCountDownLatch countDownLatch(String name) {
+        services.checkOpen();
+        return new RedisCountDownLatch(services, name);
+    }
+
+    /** A multi-lock over locks of any clients. */
+    public static BatonMultiLock multiLock(List<? extends BatonLock> locks) {
+        return new MultiLock(locks);
+    }
+
+    /**
+     * A RedLock over one lock of this name per independent master.
+     *
+     * @param masters one function per master that gives its lock of a name
+     */
+    public static BatonRedLock redLock(String name, List<Function<String, BatonLock>> masters, Duration nodeTimeout) {
+        Names.requireName(name);
+        Objects.requireNonNull(masters, "masters");
+        Objects.requireNonNull(nodeTimeout, "nodeTimeout");
+        if (masters.isEmpty()) {
+            throw new IllegalArgumentException("masters must not be empty");
+        }
+        if (nodeTimeout.isNegative() || nodeTimeout.isZero()) {
+            throw new IllegalArgumentException("nodeTimeout must be positive, was " + nodeTimeout);
+        }
+        List<BatonLock> nodes = new ArrayList<>(masters.size());
+        for (Function<String, BatonLock> master : masters) {
+            nodes.add(Objects.requireNonNull(master, "masters element").apply(name));
+        }
+        return new RedLock(name, nodes, nodeTimeout);
+    }
+
+    // ---- the client ------------------------------------------------------------------------
+
+    /** This client's id: a random UUID, the first half of every owner id it writes. */
+    public String clientId() {
+        return services.clientId();
+    }
+
+    /**
+     * Stops renewal, fails waits still in flight, unsubscribes and closes the connections (and a
+     * Lettuce client Baton made). Idempotent.
+     */
+    @Override
+    public void close() {
+        if (!services.lifecycle().close()) {
+            return;
+        }
+        if (connections.refresh() != null) {
+            connections.refresh().close();
+        }
+        executor.close();
+        renewals.close();
+        pubSub.close();
+        services.leases().clear();
+        try {
+            connections.close();
+        } finally {
+            scheduler.close();
+        }
+    }
+
+    // ---- for tests --------------------------------------------------------------------------
+
+    /** The shared pub/sub service. */
+    PubSubService pubSub() {
+        return pubSub;
+    }
+
+    /** How many pub/sub channels this client is subscribed to now. */
+    public int subscribedChannels() {
+        return pubSub.channelCount();
+    }
+
+    /** How many leases the watchdog renews now. */
+    public int renewedLeases() {
+        return renewals.size();
+    }
+}

@@ -1,0 +1,256 @@
+package dev.baton.internal;
+
+import dev.baton.BatonOptions;
+import dev.baton.RedisUnavailableException;
+import io.lettuce.core.AbstractRedisClient;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
+import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.protocol.ConnectionIntent;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The Lettuce side of a client, for each topology: the command connection, the subscription
+ * connection, how SUBSCRIBE is sent (classic, or sharded to the slot's master on a Redis 7+
+ * cluster), what the executor needs to know about a cluster (ask for a slot-map refresh when a
+ * master does not answer; run WAIT on the slot master's connection), and what to shut down.
+ * This is the only class that opens Lettuce connections.
+ *
+ * @param commands   the connection commands are written to
+ * @param async      its asynchronous command API
+ * @param pubSub     the subscription connection
+ * @param cluster    whether Redis is a cluster (renewals are batched per slot)
+ * @param subscriber how SUBSCRIBE and UNSUBSCRIBE are sent, given the executor
+ * @param wiring     what the executor needs from the topology
+ * @param refresh    the cluster's slot-map refresh, or null
+ * @param owned      the Lettuce client Baton made and shuts down, or null for the application's
+ * @param target     where Redis is, without credentials
+ */
+record LettuceConnections(StatefulConnection<String, String> commands,
+                          Supplier<RedisClusterAsyncCommands<String, String>> async,
+                          StatefulRedisPubSubConnection<String, String> pubSub, boolean cluster,
+                          Function<CommandExecutor, PubSubService.Subscriber> subscriber,
+                          Consumer<CommandExecutor> wiring, TopologyRefresh refresh, AbstractRedisClient owned,
+                          String target) {
+    private static final Logger log = LoggerFactory.getLogger(LettuceConnections.class);
+
+    /** The longest pause between two reconnect attempts of a client Baton owns. */
+    static final Duration MAX_RECONNECT_DELAY = Duration.ofSeconds(1);
+
+    /** Opens connections on a Lettuce client made from {@code options}, which Baton owns. */
+    static LettuceConnections open(BatonOptions options) {
+        if (options.redisUris().isEmpty()) {
+            throw new IllegalArgumentException("BatonOptions names no Redis URI: set redisUri(...) or pass a Lettuce client");
+        }
+        List<RedisURI> uris = new ArrayList<>();
+        for (String uri : options.redisUris()) {
+            uris.add(parse(uri));
+        }
+        SocketOptions socket = SocketOptions.builder().connectTimeout(options.commandTimeout()).build();
+        ClientResources resources = ownedResources();
+        if (options.cluster()) {
+            RedisClusterClient client = RedisClusterClient.create(resources, uris);
+            client.setOptions(ClusterClientOptions.builder()
+                    .socketOptions(socket)
+                    // A command for a master that is down fails at once instead of waiting in the
+                    // dead node's queue for the command timeout: waits retry (asking for a topology
+                    // refresh each time) and reach the promoted replica soon after its promotion.
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                    .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                            .enableAllAdaptiveRefreshTriggers()
+                            // A MOVED after a migration refreshes within a second, not after 30 s.
+                            .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1))
+                            .build())
+                    .build());
+            return cluster(client, options, client);
+        }
+        if (uris.size() != 1) {
+            throw new IllegalArgumentException("several Redis URIs given without cluster(true); give one URI, "
+                    + "or a redis-sentinel:// URI listing the sentinels");
+        }
+        RedisClient client = RedisClient.create(resources, uris.get(0));
+        client.setOptions(ClientOptions.builder().socketOptions(socket).build());
+        return standalone(client, options, client);
+    }
+
+    /** Opens connections on an application's standalone or Sentinel client (never shut down here). */
+    static LettuceConnections open(RedisClient client, BatonOptions options) {
+        return standalone(client, options, null);
+    }
+
+    /** Opens connections on an application's cluster client (never shut down here). */
+    static LettuceConnections open(RedisClusterClient client, BatonOptions options) {
+        return cluster(client, options, null);
+    }
+
+    /**
+     * Lettuce resources for a client Baton owns: Lettuce's defaults, except that reconnect
+     * attempts back off to at most one second apart (Lettuce's default grows to 30 s), so after a
+     * failover or a restart the connections, and the waiters on them, are back within about a
+     * second of Redis answering again. Shut down with the client.
+     */
+    private static ClientResources ownedResources() {
+        return DefaultClientResources.builder()
+                .reconnectDelay(Delay.exponential(Duration.ofMillis(1), MAX_RECONNECT_DELAY, 2, TimeUnit.MILLISECONDS))
+                .build();
+    }
+
+    private static LettuceConnections standalone(RedisClient client, BatonOptions options, AbstractRedisClient owned) {
+        StatefulRedisConnection<String, String> connection = null;
+        try {
+            connection = client.connect(StringCodec.UTF8);
+            StatefulRedisPubSubConnection<String, String> pubSub = client.connectPubSub(StringCodec.UTF8);
+            StatefulRedisConnection<String, String> c = connection;
+            return new LettuceConnections(connection, c::async, pubSub, false,
+                    executor -> PubSubService.classic(pubSub), executor -> { }, null, owned, target(options));
+        } catch (RuntimeException e) {
+            closeQuietly(connection, owned);
+            throw connectFailed(e, options);
+        }
+    }
+
+    private static LettuceConnections cluster(RedisClusterClient client, BatonOptions options, AbstractRedisClient owned) {
+        StatefulRedisClusterConnection<String, String> connection = null;
+        TopologyRefresh refresh = null;
+        try {
+            connection = client.connect(StringCodec.UTF8);
+            StatefulRedisClusterPubSubConnection<String, String> pubSub = client.connectPubSub(StringCodec.UTF8);
+            StatefulRedisClusterConnection<String, String> c = connection;
+            // Redis 7+ clusters: sharded pub/sub, as Redisson picks it there (interop needs the same).
+            boolean sharded = majorVersion(connection.sync().info("server")) >= 7;
+            TopologyRefresh r = refresh = new TopologyRefresh(client);
+            Function<CommandExecutor, PubSubService.Subscriber> subscriber = sharded ? executor -> {
+                ShardedSubscriber s = new ShardedSubscriber(c, pubSub, r, executor.scheduler());
+                r.onChange(s::follow);
+                executor.useShardedPublish();
+                return s;
+            } : executor -> PubSubService.classic(pubSub);
+            Consumer<CommandExecutor> wiring = executor -> {
+                executor.onUnreachable(r);
+                // WAIT counts the acknowledgements of its own connection's writes: it must run on
+                // the connection the script went to, Lettuce's write connection to the slot's
+                // master, which Lettuce keys by host and port.
+                executor.routeWait(key -> {
+                    RedisClusterNode owner = c.getPartitions().getMasterBySlot(SlotHash.getSlot(key));
+                    if (owner == null) {
+                        return CompletableFuture.failedFuture(new RedisConnectionException("no master serves the slot of " + key));
+                    }
+                    return c.getConnectionAsync(owner.getUri().getHost(), owner.getUri().getPort(), ConnectionIntent.WRITE)
+                            .<RedisClusterAsyncCommands<String, String>>thenApply(StatefulRedisConnection::async);
+                });
+            };
+            return new LettuceConnections(connection, c::async, pubSub, true, subscriber, wiring, refresh, owned,
+                    target(options));
+        } catch (RuntimeException e) {
+            if (refresh != null) {
+                refresh.close();
+            }
+            closeQuietly(connection, owned);
+            throw connectFailed(e, options);
+        }
+    }
+
+    /** Closes both connections and the slot-map refresh, and shuts down a Lettuce client Baton owns. */
+    void close() {
+        if (refresh != null) {
+            refresh.close();
+        }
+        try {
+            pubSub.close();
+            commands.close();
+        } catch (RuntimeException e) {
+            log.debug("closing connections failed", e);
+        } finally {
+            shutdown(owned);
+        }
+    }
+
+    /** The major version from an INFO server reply (0 if it cannot tell). */
+    static int majorVersion(String info) {
+        Matcher m = Pattern.compile("redis_version:(\\d+)").matcher(info);
+        return m.find() ? Integer.parseInt(m.group(1)) : 0;
+    }
+
+    private static RedisURI parse(String uri) {
+        try {
+            return RedisURI.create(uri);
+        } catch (RuntimeException e) {
+            // Lettuce's message may echo the URI, password included: do not pass it on.
+            throw new IllegalArgumentException("not a valid Redis URI (expected redis://, rediss:// or redis-sentinel://): "
+                    + redact(uri));
+        }
+    }
+
+    /** The URI without any user info, safe for messages and logs. */
+    static String redact(String uri) {
+        int at = uri.lastIndexOf('@');
+        int scheme = uri.indexOf("://");
+        return at > 0 && scheme >= 0 && at > scheme ? uri.substring(0, scheme + 3) + "***@" + uri.substring(at + 1) : uri;
+    }
+
+    /** Where the options' Redis is, without credentials. */
+    private static String target(BatonOptions options) {
+        return String.join(",", redacted(options));
+    }
+
+    private static List<String> redacted(BatonOptions options) {
+        List<String> safe = new ArrayList<>();
+        options.redisUris().forEach(u -> safe.add(redact(u)));
+        return safe;
+    }
+
+    private static RuntimeException connectFailed(RuntimeException e, BatonOptions options) {
+        if (e instanceof IllegalArgumentException) {
+            return e;
+        }
+        List<String> safe = redacted(options);
+        return new RedisUnavailableException("cannot connect to Redis " + (safe.isEmpty() ? "(application's client)" : safe) + ": "
+                + CommandExecutor.unwrap(e).getMessage(), e);
+    }
+
+    private static void closeQuietly(StatefulConnection<?, ?> connection, AbstractRedisClient owned) {
+        try {
+            if (connection != null) {
+                connection.close();
+            }
+        } finally {
+            shutdown(owned);
+        }
+    }
+
+    private static void shutdown(AbstractRedisClient owned) {
+        if (owned != null) {
+            owned.shutdown();
+            owned.getResources().shutdown();
+        }
+    }
+}

@@ -1,0 +1,74 @@
+package dev.baton.internal;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What a synchronizer needs from its client's runtime, handed to it once when it is made: the
+ * command executor, the acquire engine, the lease table and its renewer, the request memory,
+ * the client's id and timeouts, and whether the client is still open. Immutable; one instance
+ * per client, built by {@link ClientRuntime}.
+ *
+ * @param target   where the client's Redis is, without credentials (orders multi-locks)
+ * @param lifecycle whether the client is still open
+ */
+record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, ScriptRenewer renewer,
+                Requests requests, String clientId, Duration commandTimeout, Duration watchdogTimeout,
+                String target, Lifecycle lifecycle) {
+
+    /** Whether a client is open; {@link #close()} is final. */
+    static final class Lifecycle {
+        private volatile boolean closed;
+
+        /** Marks the client closed; whether this call did it (false if it was closed already). */
+        boolean close() {
+            if (closed) {
+                return false;
+            }
+            synchronized (this) {
+                if (closed) {
+                    return false;
+                }
+                closed = true;
+                return true;
+            }
+        }
+
+        /** @throws IllegalStateException if the client is closed */
+        void checkOpen() {
+            if (closed) {
+                throw new IllegalStateException("this Baton client is closed");
+            }
+        }
+    }
+
+    /** @throws IllegalStateException if the client is closed */
+    void checkOpen() {
+        lifecycle.checkOpen();
+    }
+
+    /** The command executor, once the client is checked to be open. */
+    @Override
+    public CommandExecutor executor() {
+        checkOpen();
+        return executor;
+    }
+
+    long watchdogMs() {
+        return watchdogTimeout.toMillis();
+    }
+
+    /**
+     * How long an interrupted wait may take to stop: the attempt in flight (one command timeout)
+     * and a little for dispatching its clean-up.
+     */
+    long cleanupNanos() {
+        return commandTimeout.toNanos() + TimeUnit.MILLISECONDS.toNanos(250);
+    }
+
+    /** Renews one lease at once (a fair lock's claim); whether it is still held. */
+    CompletableFuture<Boolean> renewNow(Lease lease) {
+        return renewer.renewNow(lease);
+    }
+}
