@@ -7,8 +7,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -39,11 +37,7 @@ class FairScriptsTest {
     }
 
     private Object run(RespClient client, Script script, String... args) {
-        List<String> command = new ArrayList<>(List.of("EVALSHA", script.sha1(), "5"));
-        command.addAll(KEYS);
-        command.addAll(Arrays.asList(args));
-        command.add("publish"); // the client adds the publish command as every script's last ARGV
-        return client.call(command.toArray(String[]::new));
+        return ScriptRunner.run(client::call, script, KEYS, args);
     }
 
     private Object acquire(RespClient c, String owner, String waiterLeaseMs) {

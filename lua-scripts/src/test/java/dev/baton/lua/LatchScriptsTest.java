@@ -8,7 +8,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -41,11 +40,7 @@ class LatchScriptsTest {
     }
 
     private Object run(Script script, List<String> keys, String... args) {
-        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), Integer.toString(keys.size())));
-        command.addAll(keys);
-        command.addAll(Arrays.asList(args));
-        command.add("publish"); // the client adds the publish command as every script's last ARGV
-        return redis.command(command.toArray(String[]::new));
+        return ScriptRunner.run(redis::command, script, keys, args);
     }
 
     /** A fresh request id, as the client makes one per call. */

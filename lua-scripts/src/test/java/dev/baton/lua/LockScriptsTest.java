@@ -7,8 +7,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -40,19 +38,7 @@ class LockScriptsTest {
     }
 
     private Object run(Script script, List<String> keys, String... args) {
-        List<String> command = new ArrayList<>(List.of("EVALSHA", script.sha1(), Integer.toString(keys.size())));
-        command.addAll(keys);
-        command.addAll(Arrays.asList(args));
-        command.add("publish"); // the client adds the publish command as every script's last ARGV
-        try {
-            return redis.command(command.toArray(String[]::new));
-        } catch (RedisErrorReply e) {
-            if (!String.valueOf(e.getMessage()).contains("NOSCRIPT")) {
-                throw e;
-            }
-            redis.command("SCRIPT", "LOAD", script.text());
-            return redis.command(command.toArray(String[]::new));
-        }
+        return ScriptRunner.run(redis::command, script, keys, args);
     }
 
     private Object acquire(String owner, int heldBefore, long leaseMs) {

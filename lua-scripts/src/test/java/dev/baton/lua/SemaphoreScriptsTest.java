@@ -38,11 +38,7 @@ class SemaphoreScriptsTest {
     }
 
     private Object run(Script script, List<String> keys, String... args) {
-        List<String> command = new ArrayList<>(List.of("EVAL", script.text(), Integer.toString(keys.size())));
-        command.addAll(keys);
-        command.addAll(Arrays.asList(args));
-        command.add("publish"); // the client adds the publish command as every script's last ARGV
-        return redis.command(command.toArray(String[]::new));
+        return ScriptRunner.run(redis::command, script, keys, args);
     }
 
     /** A fresh request id, as the client makes one per request. */
