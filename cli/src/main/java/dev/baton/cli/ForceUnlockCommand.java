@@ -41,8 +41,10 @@ final class ForceUnlockCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         String kind;
+        BatonOptions options;
         try (RedisOption.Connection c = redis.connect()) {
-            Map<String, Object> info = Inspector.inspect(c.connection().sync(), name);
+            options = redis.batonOptions(c);
+            Map<String, Object> info = Inspector.inspect(c, name);
             kind = String.valueOf(info.get("kind"));
             if (!kind.equals("lock") && !kind.equals("fair lock")) {
                 spec.commandLine().getErr().println("'" + name + "' is " + kind + ", not a lock: nothing done");
@@ -59,7 +61,7 @@ final class ForceUnlockCommand implements Callable<Integer> {
                 return 1;
             }
         }
-        try (Baton baton = Baton.create(BatonOptions.create(redis.uri))) {
+        try (Baton baton = Baton.create(options)) {
             boolean released = kind.equals("fair lock") ? baton.fairLock(name).forceUnlock() : baton.lock(name).forceUnlock();
             out.println(released ? "Unlocked '" + name + "'." : "'" + name + "' was no longer held.");
             return 0;

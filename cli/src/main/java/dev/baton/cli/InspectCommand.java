@@ -29,7 +29,7 @@ final class InspectCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         try (RedisOption.Connection c = redis.connect()) {
-            Map<String, Object> info = Inspector.inspect(c.connection().sync(), name);
+            Map<String, Object> info = Inspector.inspect(c, name);
             spec.commandLine().getOut().print(json ? Json.of(info) + System.lineSeparator() : Inspector.render(info));
             spec.commandLine().getOut().flush();
             return "absent".equals(info.get("kind")) ? 1 : 0;

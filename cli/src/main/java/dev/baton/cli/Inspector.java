@@ -1,6 +1,7 @@
 package dev.baton.cli;
 
-import io.lettuce.core.api.sync.RedisCommands;
+import dev.baton.lua.Layout;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -9,26 +10,23 @@ import java.util.Map;
 
 /**
  * Tells what a key is (lock, fair lock, read-write lock, semaphore, latch) from the layout Baton
- * and Redisson share, and who holds or waits for it. Read-only: plain reads, no scripts.
+ * and Redisson share (names spelled by the library's own {@link Layout}), and who holds or waits for it. Read-only: plain reads, no scripts.
  */
 final class Inspector {
     private Inspector() {
     }
 
-    static String tagged(String name) {
-        return name.contains("{") ? name : "{" + name + "}";
-    }
-
     /** What {@code name} is, as an ordered map (rendered for people or as JSON). */
-    static Map<String, Object> inspect(RedisCommands<String, String> redis, String name) {
+    static Map<String, Object> inspect(RedisOption.Connection connection, String name) {
+        RedisClusterCommands<String, String> redis = connection.sync();
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("name", name);
         String type = redis.type(name);
         long ttl = redis.pttl(name);
         switch (type) {
             case "none" -> out.put("kind", "absent");
-            case "hash" -> describeHash(redis, name, out);
-            case "string" -> describeCounter(redis, name, out);
+            case "hash" -> describeHash(connection, name, out);
+            case "string" -> describeCounter(connection, name, out);
             default -> out.put("kind", "not a Baton synchronizer (a " + type + ")");
         }
         if (!"none".equals(type)) {
@@ -37,7 +35,8 @@ final class Inspector {
         return out;
     }
 
-    private static void describeHash(RedisCommands<String, String> redis, String name, Map<String, Object> out) {
+    private static void describeHash(RedisOption.Connection connection, String name, Map<String, Object> out) {
+        RedisClusterCommands<String, String> redis = connection.sync();
         Map<String, String> fields = redis.hgetall(name);
         List<Object> holders = new ArrayList<>();
         fields.forEach((field, value) -> {
@@ -51,12 +50,12 @@ final class Inspector {
                 holders.add(holder);
             }
         });
-        long queued = redis.zcard("baton_fair_queue:" + tagged(name));
+        long queued = redis.zcard(Layout.fairQueue(name));
         if (fields.containsKey("mode")) {
             out.put("kind", "read-write lock");
             out.put("mode", fields.get("mode"));
             out.put("holders", holders);
-            out.put("waitingClients", subscribers(redis, "redisson_rwlock:" + tagged(name)));
+            out.put("waitingClients", connection.subscribers(Layout.rwlockChannel(name)));
         } else if (queued > 0) {
             out.put("kind", "fair lock");
             out.put("holders", holders);
@@ -64,22 +63,23 @@ final class Inspector {
         } else {
             out.put("kind", "lock");
             out.put("holders", holders);
-            out.put("waitingClients", subscribers(redis, "redisson_lock__channel:" + tagged(name)));
+            out.put("waitingClients", connection.subscribers(Layout.lockChannel(name)));
         }
     }
 
-    private static void describeCounter(RedisCommands<String, String> redis, String name, Map<String, Object> out) {
+    private static void describeCounter(RedisOption.Connection connection, String name, Map<String, Object> out) {
+        RedisClusterCommands<String, String> redis = connection.sync();
         long value = Long.parseLong(redis.get(name));
-        String taken = tagged(name) + ":timeout";
+        String taken = Layout.expirablePermits(name);
         if (redis.exists(taken) > 0) {
             out.put("kind", "permit-expirable semaphore");
             out.put("availablePermits", value);
             out.put("takenPermits", redis.zcard(taken));
-            out.put("waitingClients", subscribers(redis, "redisson_sc:" + tagged(name)));
+            out.put("waitingClients", connection.subscribers(Layout.semaphoreChannel(name)));
             return;
         }
-        long latchWaiters = subscribers(redis, "redisson_countdownlatch__channel__{" + name + "}");
-        long semaphoreWaiters = subscribers(redis, "redisson_sc:" + tagged(name));
+        long latchWaiters = connection.subscribers(Layout.latchChannel(name));
+        long semaphoreWaiters = connection.subscribers(Layout.semaphoreChannel(name));
         if (latchWaiters > 0) {
             out.put("kind", "count-down latch");
             out.put("count", value);
@@ -92,12 +92,6 @@ final class Inspector {
             out.put("kind", "semaphore or count-down latch (nobody waiting, so it cannot tell)");
             out.put("value", value);
         }
-    }
-
-    private static long subscribers(RedisCommands<String, String> redis, String channel) {
-        Map<String, Long> counts = redis.pubsubNumsub(channel);
-        Long n = counts.get(channel);
-        return n == null ? 0 : n;
     }
 
     /** A few lines for people. */

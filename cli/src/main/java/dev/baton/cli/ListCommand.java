@@ -3,7 +3,7 @@ package dev.baton.cli;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -43,7 +43,7 @@ final class ListCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--limit must be at least 1, was " + limit);
         }
         try (RedisOption.Connection c = redis.connect()) {
-            RedisCommands<String, String> sync = c.connection().sync();
+            RedisClusterCommands<String, String> sync = c.sync();
             List<Object> keys = new ArrayList<>();
             ScanCursor cursor = ScanCursor.INITIAL;
             do {

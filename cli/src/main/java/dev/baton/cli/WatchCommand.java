@@ -45,7 +45,7 @@ final class WatchCommand implements Callable<Integer> {
                 if (i > 0) {
                     Thread.sleep(intervalMs); // the pacing of a live view, not synchronization
                 }
-                var info = Inspector.inspect(c.connection().sync(), name);
+                var info = Inspector.inspect(c, name);
                 if (json) {
                     out.println(Json.of(info));
                 } else {
