@@ -46,7 +46,9 @@ public interface BatonCountDownLatch {
      * @return {@code true} if the count was set, {@code false} if the latch is armed already
      * @throws IllegalArgumentException if {@code count < 1}
      */
-    boolean trySetCount(long count);
+    default boolean trySetCount(long count) {
+        return Sync.await(trySetCountAsync(count));
+    }
 
     /**
      * Counts down by one; at zero, releases every waiter. On an absent latch does nothing.
@@ -58,10 +60,14 @@ public interface BatonCountDownLatch {
      *
      * @throws RedisUnavailableException if Redis did not confirm it in time; Baton finishes it
      */
-    void countDown();
+    default void countDown() {
+        Sync.await(countDownAsync());
+    }
 
     /** The current count; 0 if the latch is absent. */
-    long getCount();
+    default long getCount() {
+        return Sync.await(getCountAsync());
+    }
 
     /**
      * Waits until the count is zero.
@@ -88,7 +94,9 @@ public interface BatonCountDownLatch {
      *
      * @return whether the latch existed
      */
-    boolean delete();
+    default boolean delete() {
+        return Sync.await(deleteAsync());
+    }
 
     /** Asynchronous {@link #trySetCount(long)}. */
     CompletionStage<Boolean> trySetCountAsync(long count);

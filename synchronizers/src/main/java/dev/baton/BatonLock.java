@@ -166,10 +166,14 @@ public interface BatonLock extends Lock {
      *
      * @return whether the lock was held
      */
-    boolean forceUnlock();
+    default boolean forceUnlock() {
+        return Sync.await(forceUnlockAsync());
+    }
 
     /** Whether any owner, in any process, holds the lock now. */
-    boolean isLocked();
+    default boolean isLocked() {
+        return Sync.await(isLockedAsync());
+    }
 
     /** Whether the current thread holds the lock, as Redis sees it now. */
     boolean isHeldByCurrentThread();

@@ -58,10 +58,14 @@ public interface BatonPermitExpirableSemaphore {
      * @throws RedisUnavailableException if Redis did not confirm the release in time; call it
      *                                   again with the same id to complete it
      */
-    void release(String permitId);
+    default void release(String permitId) {
+        Sync.await(releaseAsync(permitId));
+    }
 
     /** Returns the permit if it is held; whether it was. */
-    boolean tryRelease(String permitId);
+    default boolean tryRelease(String permitId) {
+        return Sync.await(tryReleaseAsync(permitId));
+    }
 
     /**
      * Gives a held permit a new lease counted from now; a negative {@code leaseTime} means it
@@ -69,10 +73,14 @@ public interface BatonPermitExpirableSemaphore {
      *
      * @return whether the permit was held
      */
-    boolean updateLeaseTime(String permitId, long leaseTime, TimeUnit unit);
+    default boolean updateLeaseTime(String permitId, long leaseTime, TimeUnit unit) {
+        return Sync.await(updateLeaseTimeAsync(permitId, leaseTime, unit));
+    }
 
     /** Permits available now, after returning expired ones to the pool. */
-    int availablePermits();
+    default int availablePermits() {
+        return Sync.await(availablePermitsAsync());
+    }
 
     /** Sets the total permits (available + taken); the available count follows. */
     void setPermits(int permits);
@@ -81,7 +89,9 @@ public interface BatonPermitExpirableSemaphore {
     boolean trySetPermits(int permits);
 
     /** Adds (or, negative, removes) available permits. */
-    void addPermits(int permits);
+    default void addPermits(int permits) {
+        Sync.await(addPermitsAsync(permits));
+    }
 
     /** Deletes the semaphore and its taken permits; waiters fail with {@link SynchronizerDeletedException}. */
     boolean delete();

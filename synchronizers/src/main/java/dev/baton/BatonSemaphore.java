@@ -97,10 +97,14 @@ public interface BatonSemaphore {
      * @throws RedisUnavailableException if Redis did not confirm it within the command timeout
      *                                   (+ 150 ms); Baton finishes it in the background
      */
-    void release(int permits);
+    default void release(int permits) {
+        Sync.await(releaseAsync(permits));
+    }
 
     /** The permits available now (0 if the semaphore does not exist). */
-    int availablePermits();
+    default int availablePermits() {
+        return Sync.await(availablePermitsAsync());
+    }
 
     /**
      * Sets the permits if the semaphore does not exist yet.
@@ -108,7 +112,9 @@ public interface BatonSemaphore {
      * @return whether it was set
      * @throws IllegalArgumentException if {@code permits < 0}
      */
-    boolean trySetPermits(int permits);
+    default boolean trySetPermits(int permits) {
+        return Sync.await(trySetPermitsAsync(permits));
+    }
 
     /**
      * Adds permits, or removes them when negative (the count may then go below zero until
@@ -116,10 +122,14 @@ public interface BatonSemaphore {
      *
      * @throws IllegalArgumentException if the count would exceed {@link Integer#MAX_VALUE}
      */
-    void addPermits(int permits);
+    default void addPermits(int permits) {
+        Sync.await(addPermitsAsync(permits));
+    }
 
     /** Takes every available permit; returns how many. */
-    int drainPermits();
+    default int drainPermits() {
+        return Sync.await(drainPermitsAsync());
+    }
 
     /**
      * Deletes the semaphore; waiters in every process fail with
@@ -127,7 +137,9 @@ public interface BatonSemaphore {
      *
      * @return whether it existed
      */
-    boolean delete();
+    default boolean delete() {
+        return Sync.await(deleteAsync());
+    }
 
     /** Asynchronous {@link #acquire(int)}; cancelling the stage abandons the wait. */
     CompletionStage<Void> acquireAsync(int permits);

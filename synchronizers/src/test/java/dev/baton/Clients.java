@@ -11,7 +11,12 @@ final class Clients implements AutoCloseable {
     private final List<Baton> open = new ArrayList<>();
 
     Baton open(RedisServer redis) {
-        return open(BatonOptions.builder().redisUri(redis.uri()).commandTimeout(Duration.ofSeconds(2)).build());
+        return open(defaults(redis).build());
+    }
+
+    /** The options tests open clients with unless they need others: a 2 s command timeout. */
+    static BatonOptions.Builder defaults(RedisServer redis) {
+        return BatonOptions.builder().redisUri(redis.uri()).commandTimeout(Duration.ofSeconds(2));
     }
 
     Baton open(BatonOptions options) {

@@ -3,12 +3,8 @@ package dev.baton;
 import dev.baton.testkit.Bounds;
 import dev.baton.lua.Script;
 import dev.baton.testkit.Await;
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,33 +21,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What only the fair lock promises: arrival order, direct hand-off, dead waiters skipped. */
-@ExtendWith(RedisExtension.class)
-class FairLockTest {
+class FairLockTest extends TwoClientsTest {
     private static final String QUEUE = "baton_fair_queue:{%s}";
 
-    private final RedisServer redis;
-    private final Clients clients = new Clients();
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private Baton a;
-    private Baton b;
-
     FairLockTest(RedisServer redis) {
-        this.redis = redis;
+        super(redis);
     }
 
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        BatonOptions options = BatonOptions.builder().redisUri(redis.uri())
-                .fairLockWaiterTimeout(Duration.ofMillis(1_500)).build();
-        a = clients.open(options);
-        b = clients.open(options);
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        clients.close();
+    @Override
+    BatonOptions options() {
+        return BatonOptions.builder().redisUri(redis.uri()).fairLockWaiterTimeout(Duration.ofMillis(1_500)).build();
     }
 
     private long queued(String name) {

@@ -1,5 +1,6 @@
 package dev.baton;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -20,6 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Every test that README.md and docs/*.md name for a promise exists: the class in some module's
  * tests and, where a method is named (or its beginning, ending in "…"), that method.
  */
+// Needs no Redis: tagged so `mvn test -Dgroups=no-redis` runs it (and its like) in seconds.
+@Tag("no-redis")
 class GuaranteesDocTest {
     private static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     private static final Pattern NAMED = Pattern.compile("`([A-Z]\\w*Test)(?:\\[\\w+])?(?:\\.(\\w+)(…)?)?`");

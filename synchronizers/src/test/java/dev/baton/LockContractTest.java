@@ -1,19 +1,13 @@
 package dev.baton;
 
 import dev.baton.testkit.Bounds;
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -27,16 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The lock contract every kind of Baton lock keeps, with two clients on one real Redis. Each
  * kind runs it through a subclass that says how to obtain the lock and what its channel is.
  */
-@ExtendWith(RedisExtension.class)
-abstract class LockContractTest {
-    private final RedisServer redis;
-    private final Clients clients = new Clients();
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private Baton a;
-    private Baton b;
-
+abstract class LockContractTest extends TwoClientsTest {
     LockContractTest(RedisServer redis) {
-        this.redis = redis;
+        super(redis);
     }
 
     /** The lock of the kind under test. */
@@ -48,19 +35,6 @@ abstract class LockContractTest {
     /** The lock hash field an owner's holds are stored under (the write side adds ":write"). */
     String field(String owner) {
         return owner;
-    }
-
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        a = clients.open(redis);
-        b = clients.open(redis);
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        clients.close();
     }
 
     private String owner(Baton baton, long threadId) {

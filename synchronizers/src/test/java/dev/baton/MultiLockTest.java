@@ -48,6 +48,33 @@ class MultiLockTest {
     }
 
     @Test
+    void anInterruptedWaitGivesBackWhatItTookBeforeItThrows() throws Exception {
+        assertTrue(threads.submit(() -> b2.lock("queue-b").tryLock()).get());
+        BatonMultiLock multi = Baton.multiLock(a1.lock("queue-a"), a2.lock("queue-b"));
+        java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(1);
+        Thread[] caller = new Thread[1];
+        Future<Throwable> outcome = threads.submit(() -> {
+            caller[0] = Thread.currentThread();
+            waiting.countDown();
+            try {
+                multi.tryLock(30, TimeUnit.SECONDS);
+                return null;
+            } catch (InterruptedException e) {
+                return e;
+            }
+        });
+        waiting.await();
+        // queue-a (first in canonical order) is taken, then the wait for queue-b parks.
+        dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(5), () -> "queue-a taken by the multi-lock",
+                () -> (Long) masters.servers().get(0).command("EXISTS", "queue-a") == 1L);
+        caller[0].interrupt();
+        assertTrue(outcome.get(5, TimeUnit.SECONDS) instanceof InterruptedException, "the wait ended with the interrupt");
+        assertEquals(0L, masters.servers().get(0).command("EXISTS", "queue-a"),
+                "queue-a was given back before InterruptedException was thrown");
+        assertFalse(a1.lock("queue-a").isLocked());
+    }
+
+    @Test
     void allOrNothingWhenOneLockIsHeldElsewhere() throws Exception {
         assertTrue(threads.submit(() -> b2.lock("stock").tryLock()).get());
         BatonMultiLock multi = Baton.multiLock(a1.lock("orders"), a2.lock("stock"), a1.fairLock("audit"));

@@ -2,18 +2,12 @@ package dev.baton;
 
 import dev.baton.testkit.Bounds;
 import dev.baton.testkit.Await;
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -26,29 +20,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The read-write lock's rules, with two clients on one real Redis. */
-@ExtendWith(RedisExtension.class)
-class ReadWriteLockTest {
-    private final RedisServer redis;
-    private final Clients clients = new Clients();
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private Baton a;
-    private Baton b;
-
+class ReadWriteLockTest extends TwoClientsTest {
     ReadWriteLockTest(RedisServer redis) {
-        this.redis = redis;
-    }
-
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        a = clients.open(redis);
-        b = clients.open(redis);
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        clients.close();
+        super(redis);
     }
 
     private boolean inOtherThread(java.util.concurrent.Callable<Boolean> call) throws Exception {

@@ -200,5 +200,14 @@ class ReconnectTest {
         proxy.cutAll();
         hold.close();
         assertFalse(holder.lock("handle-lock").isLocked());
+        holder.permitExpirableSemaphore("handle-expirable").trySetPermits(1);
+        ExpirablePermit permit = waiter.permitExpirableSemaphore("handle-expirable").acquirePermit(60, TimeUnit.SECONDS);
+        proxy.setBlackhole(true);
+        assertThrows(RedisUnavailableException.class, permit::close);
+        proxy.setBlackhole(false);
+        proxy.cutAll();
+        permit.close(); // sends the release by id again: the permit comes back now, not at its lease
+        permit.close();
+        assertEquals(1, holder.permitExpirableSemaphore("handle-expirable").availablePermits());
     }
 }

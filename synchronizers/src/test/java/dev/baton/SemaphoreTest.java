@@ -2,12 +2,8 @@ package dev.baton;
 
 import dev.baton.testkit.Bounds;
 import dev.baton.testkit.Await;
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,8 +11,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -27,29 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Both semaphores on one real Redis, with two clients. */
-@ExtendWith(RedisExtension.class)
-class SemaphoreTest {
-    private final RedisServer redis;
-    private final Clients clients = new Clients();
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private Baton a;
-    private Baton b;
-
+class SemaphoreTest extends TwoClientsTest {
     SemaphoreTest(RedisServer redis) {
-        this.redis = redis;
-    }
-
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        a = clients.open(redis);
-        b = clients.open(redis);
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        clients.close();
+        super(redis);
     }
 
     private interface Holder {

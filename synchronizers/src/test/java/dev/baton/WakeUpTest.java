@@ -2,17 +2,11 @@ package dev.baton;
 
 import dev.baton.testkit.Bounds;
 import dev.baton.testkit.Await;
-import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -26,32 +20,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * lease for a lock, at {@value BatonSemaphore#RECHECK_SECONDS} s for semaphores and latches,
  * each checked within 1 s either side.
  */
-@ExtendWith(RedisExtension.class)
-class WakeUpTest {
+class WakeUpTest extends TwoClientsTest {
     private static final long WAIT_SECONDS = 30;
     private static final Duration SLACK = Duration.ofSeconds(1);
 
-    private final RedisServer redis;
-    private final Clients clients = new Clients();
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-    private Baton a;
-    private Baton b;
-
     WakeUpTest(RedisServer redis) {
-        this.redis = redis;
-    }
-
-    @BeforeEach
-    void open() {
-        redis.command("FLUSHALL");
-        a = clients.open(redis);
-        b = clients.open(redis);
-    }
-
-    @AfterEach
-    void close() {
-        threads.shutdownNow();
-        clients.close();
+        super(redis);
     }
 
     /**

@@ -1,5 +1,8 @@
 package dev.baton.internal;
 
+// Over 300 lines on purpose: the loop is one state machine (attempt, subscribe, park, retry,
+// finish) whose exits and clean-up rules must be read together; the essay below is its map.
+
 import dev.baton.RedisUnavailableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -7,7 +10,6 @@ import org.slf4j.LoggerFactory;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.ToIntFunction;
 
 /*
  * The acquire engine is the one wait loop every blocking synchronizer uses, in the spirit of
@@ -91,7 +93,7 @@ final class AcquireEngine {
             return CompletableFuture.completedFuture(null);
         }
 
-        /** The tag this acquisition's waiter answers to, for {@link PubSubService#WAKE_TAGGED}. */
+        /** The tag this acquisition's waiter answers to, for {@link WakeRule#TAGGED}. */
         default String waiterTag() {
             return null;
         }
@@ -124,9 +126,12 @@ final class AcquireEngine {
     /**
      * Starts an acquisition.
      *
+     * @param channel   where releases are announced; {@code null} for an acquisition that is told
+     *                  of nothing (a RedLock over several servers) and re-tries when each refusal's
+     *                  {@link Outcome#retryAfterMs()} has passed
      * @param waitNanos how long to wait; 0 = one attempt only; negative = no limit
      */
-    Acquisition acquire(Attempt attempt, String channel, ToIntFunction<String> wakeRule, long waitNanos) {
+    Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos) {
         Acquisition acquisition = new Acquisition(attempt, channel, wakeRule, waitNanos);
         acquisition.step();
         return acquisition;
@@ -136,7 +141,7 @@ final class AcquireEngine {
     final class Acquisition {
         private final Attempt attempt;
         private final String channel;
-        private final ToIntFunction<String> wakeRule;
+        private final WakeRule wakeRule;
         private final long started;
         private final long deadline;
         private final boolean unlimited;
@@ -151,7 +156,7 @@ final class AcquireEngine {
         private volatile CompletableFuture<?> cleanup = DONE;
         private int failures;
 
-        private Acquisition(Attempt attempt, String channel, ToIntFunction<String> wakeRule, long waitNanos) {
+        private Acquisition(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos) {
             this.attempt = attempt;
             this.channel = channel;
             this.wakeRule = wakeRule;
@@ -259,7 +264,7 @@ final class AcquireEngine {
 
         private void afterAttempt(Outcome outcome, Throwable error) {
             if (error != null) {
-                Throwable cause = CommandExecutor.unwrap(error);
+                Throwable cause = Failures.unwrap(error);
                 if (cause instanceof RedisUnavailableException) {
                     addCleanup(attempt.abandonUnknown());
                 }
@@ -284,7 +289,7 @@ final class AcquireEngine {
                 finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
                 return;
             }
-            if (subscription == null) {
+            if (subscription == null && channel != null) {
                 subscribe();
                 return;
             }
@@ -307,7 +312,7 @@ final class AcquireEngine {
                     step();
                     return;
                 }
-                Throwable cause = CommandExecutor.unwrap(e);
+                Throwable cause = Failures.unwrap(e);
                 if (!mayRetry(cause)) {
                     finish(false, cause);
                     return;
@@ -321,13 +326,13 @@ final class AcquireEngine {
 
         /** Whether a failure is one a wait with a budget rides through, with budget left. */
         private boolean mayRetry(Throwable cause) {
-            return ridesThroughFailures && !cancelled && remainingNanos() > 0 && CommandExecutor.isConnectionFailure(cause);
+            return ridesThroughFailures && !cancelled && remainingNanos() > 0 && Failures.isConnectionFailure(cause);
         }
 
         /** Pauses briefly and attempts again; the last attempt comes at the deadline at the latest. */
         private void retry(Throwable cause) {
             log.debug("{}: {}; attempting again within the wait budget", attempt.description(), cause.getMessage());
-            park(Math.min(remainingNanos(), CommandExecutor.backoffNanos(failures++)));
+            park(Math.min(remainingNanos(), Failures.backoffNanos(failures++)));
         }
 
         private long remainingNanos() {
@@ -360,8 +365,8 @@ final class AcquireEngine {
                 if (e == null) {
                     return null;
                 }
-                Throwable cause = CommandExecutor.unwrap(e);
-                if (CommandExecutor.isConnectionFailure(cause) || cause instanceof IllegalStateException) {
+                Throwable cause = Failures.unwrap(e);
+                if (Failures.isConnectionFailure(cause) || cause instanceof IllegalStateException) {
                     // Still in line on the connection (or re-sent by its recipe): it lands when
                     // Redis answers again; recipes log what could be lost. Or the client closed.
                     log.debug("{}: clean-up not answered yet: {}", attempt.description(), cause.getMessage());

@@ -38,17 +38,6 @@ final class Blocking {
     }
 
     /**
-     * Checks a wait time: not negative, named in the message as {@code argName}; in nanoseconds.
-     */
-    static long waitNanos(long value, TimeUnit unit, String argName) {
-        java.util.Objects.requireNonNull(unit, "unit");
-        if (value < 0) {
-            throw new IllegalArgumentException(argName + " must not be negative, was " + value + " " + unit);
-        }
-        return unit.toNanos(value);
-    }
-
-    /**
      * Starts an acquisition and waits for it interruptibly (an interrupt already pending throws
      * before anything starts): on interrupt the acquisition is cancelled, the caller waits (at
      * most {@code settleNanos}) until its clean-up commands are dispatched, so that its next
@@ -108,7 +97,7 @@ final class Blocking {
     }
 
     private static RuntimeException rethrow(Throwable cause) {
-        Throwable c = CommandExecutor.unwrap(cause);
+        Throwable c = Failures.unwrap(cause);
         if (c instanceof RuntimeException re) {
             return re;
         }

@@ -41,9 +41,9 @@ public final class ClientRuntime implements AutoCloseable {
         this.options = options;
         this.connections = connections;
         this.scheduler = new NettyScheduler();
-        CommandExecutor.ReplicaSync sync = CommandExecutor.ReplicaSync.OFF;
+        ReplicaSyncer.Config sync = ReplicaSyncer.Config.OFF;
         if (options.replicaSyncReplicas() > 0) {
-            sync = new CommandExecutor.ReplicaSync(options.replicaSyncReplicas(), options.replicaSyncTimeout(),
+            sync = new ReplicaSyncer.Config(options.replicaSyncReplicas(), options.replicaSyncTimeout(),
                     options.replicaSyncFailure() == BatonOptions.ReplicaSyncFailure.FAIL);
         }
         this.executor = new CommandExecutor(connections.commands(), connections.async(), scheduler,
@@ -87,12 +87,12 @@ public final class ClientRuntime implements AutoCloseable {
     public BatonLock fairLock(String name) {
         services.checkOpen();
         long waiterLeaseMs = options.fairLockWaiterTimeout().toMillis();
-        return new RedisLock(services, name, n -> new FairRecipe(services.executor(), n, waiterLeaseMs));
+        return new RedisLock(services, name, n -> new FairRecipe(services, n, waiterLeaseMs));
     }
 
     public BatonReadWriteLock readWriteLock(String name) {
         services.checkOpen();
-        Names.requireName(name);
+        Args.name(name);
         return new RedisReadWriteLock(name,
                 new RedisLock(services, name, n -> new ReadLockRecipe(services.executor(), n)),
                 new RedisLock(services, name, n -> new WriteLockRecipe(services.executor(), n)));
@@ -120,7 +120,7 @@ public final class ClientRuntime implements AutoCloseable {
 
     /** A multi-lock over locks of any clients. */
     public static BatonMultiLock multiLock(List<? extends BatonLock> locks) {
-        return new MultiLock(locks);
+        return new MultiLock(locks, SystemScheduler.INSTANCE);
     }
 
     /**
@@ -129,7 +129,7 @@ public final class ClientRuntime implements AutoCloseable {
      * @param masters one function per master that gives its lock of a name
      */
     public static BatonRedLock redLock(String name, List<Function<String, BatonLock>> masters, Duration nodeTimeout) {
-        Names.requireName(name);
+        Args.name(name);
         Objects.requireNonNull(masters, "masters");
         Objects.requireNonNull(nodeTimeout, "nodeTimeout");
         if (masters.isEmpty()) {
@@ -142,7 +142,8 @@ public final class ClientRuntime implements AutoCloseable {
         for (Function<String, BatonLock> master : masters) {
             nodes.add(Objects.requireNonNull(master, "masters element").apply(name));
         }
-        return new RedLock(name, nodes, nodeTimeout);
+        return new RedLock(name, nodes, nodeTimeout, new AcquireEngine(null, SystemScheduler.INSTANCE),
+                SystemScheduler.INSTANCE);
     }
 
     // ---- the client ------------------------------------------------------------------------

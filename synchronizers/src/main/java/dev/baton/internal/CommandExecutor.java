@@ -1,13 +1,11 @@
 package dev.baton.internal;
 
-import dev.baton.BatonException;
+// Over 300 lines on purpose: every path a command takes to Redis (EVALSHA then EVAL, its own
+// timeout, re-sent copies, counted writes, bounded reads) is here and nowhere else; what a failure
+// means (Failures) and replica sync (ReplicaSyncer) live apart.
+
 import dev.baton.RedisUnavailableException;
-import dev.baton.WrongTypeException;
 import dev.baton.lua.Script;
-import io.lettuce.core.RedisCommandExecutionException;
-import io.lettuce.core.RedisCommandTimeoutException;
-import io.lettuce.core.RedisConnectionException;
-import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.api.StatefulConnection;
@@ -22,16 +20,20 @@ import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
 import io.netty.buffer.ByteBuf;
 
-import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
+
+import static dev.baton.internal.Failures.backoffNanos;
+import static dev.baton.internal.Failures.isConnectionFailure;
+import static dev.baton.internal.Failures.isNotRun;
+import static dev.baton.internal.Failures.translate;
+import static dev.baton.internal.Failures.unwrap;
 
 /*
  * The command executor is the only class that sends commands to Redis. Everything a recipe
@@ -49,7 +51,8 @@ import java.util.function.Supplier;
  *    later: callers that change state treat a timeout as "outcome unknown" and follow up with
  *    an idempotent undo, never with a blind retry.
  *
- *  - Errors are translated into Baton's exception tree in one place: WRONGTYPE names the key,
+ *  - Errors are translated into Baton's exception tree in one place (Failures.translate):
+ *    WRONGTYPE names the key,
  *    a script's "BATON_ARG ..." error (an argument only Redis state can judge, e.g. a counter
  *    that would overflow) becomes IllegalArgumentException,
  *    timeouts and connection failures become RedisUnavailableException, anything else
@@ -78,39 +81,26 @@ final class CommandExecutor {
     record Delivered<T>(T value, boolean resent) {
     }
 
-    /** Error replies that mean "not now" (a cluster healing, a replica loading, a busy script). */
-    private static final java.util.regex.Pattern TEMPORARY =
-            java.util.regex.Pattern.compile("^(CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN|BUSY)\\b");
-
-    /** The error-reply prefix with which a script refuses an argument. */
-    static final String ARGUMENT_REFUSED = "BATON_ARG";
-
     private final StatefulConnection<String, String> connection;
     private final Supplier<RedisClusterAsyncCommands<String, String>> commands;
     private final Scheduler scheduler;
     private final long timeoutNanos;
     private final Duration timeout;
-    private final ReplicaSync replicaSync;
+    private final ReplicaSyncer replicas;
     private volatile String publishCommand = "publish";
 
-    /** Replica acknowledgement after state changes (Redis WAIT); replicas = 0 means off. */
-    record ReplicaSync(int replicas, Duration timeout, boolean failWhenShort) {
-        static final ReplicaSync OFF = new ReplicaSync(0, Duration.ZERO, false);
-    }
-
     private volatile boolean closed;
-    private final java.util.concurrent.atomic.AtomicBoolean waitUnsupported = new java.util.concurrent.atomic.AtomicBoolean();
 
     CommandExecutor(StatefulConnection<String, String> connection,
                     Supplier<RedisClusterAsyncCommands<String, String>> commands,
-                    Scheduler scheduler, Duration timeout, ReplicaSync replicaSync) {
+                    Scheduler scheduler, Duration timeout, ReplicaSyncer.Config replicaSync) {
         this.connection = connection;
         this.commands = commands;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
-        this.replicaSync = replicaSync;
-        this.waitRoute = key -> CompletableFuture.completedFuture(commands.get());
+        this.replicas = new ReplicaSyncer(replicaSync, scheduler, this.timeoutNanos, this::bounded,
+                key -> CompletableFuture.completedFuture(commands.get()));
     }
 
     /** Runs a script once and returns its reply. */
@@ -151,7 +141,7 @@ final class CommandExecutor {
      */
     private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys,
                                                         List<String> args, long boundNanos, boolean cancelLate) {
-        return evalOnce(script, reply, keys, args, boundNanos, cancelLate, replicaSync.failWhenShort());
+        return evalOnce(script, reply, keys, args, boundNanos, cancelLate, replicas.failWhenShort());
     }
 
     private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys, List<String> args,
@@ -177,8 +167,8 @@ final class CommandExecutor {
                 command.cancel(false);
             }
         });
-        return replicaSync.replicas() > 0
-                ? done.thenCompose(delivered -> awaitReplicas(delivered, what, keys.get(0), failWhenShort)) : done;
+        return replicas.on()
+                ? done.thenCompose(delivered -> replicas.await(delivered, what, keys.get(0), failWhenShort)) : done;
     }
 
     /**
@@ -222,12 +212,6 @@ final class CommandExecutor {
             }, pause, TimeUnit.NANOSECONDS);
             return again;
         });
-    }
-
-    /** Whether an error reply says the command did not run because the server cannot serve it now. */
-    static boolean isNotRun(Throwable error) {
-        Throwable e = unwrap(error);
-        return e instanceof RedisCommandExecutionException && TEMPORARY.matcher(String.valueOf(e.getMessage())).find();
     }
 
     /**
@@ -274,112 +258,9 @@ final class CommandExecutor {
                 });
     }
 
-    /** The pause before the next copy after {@code failures} failed ones: 20 ms doubling, at most 250 ms. */
-    static long backoffNanos(int failures) {
-        long ms = Math.min(250, 20L << Math.min(failures, 4));
-        return TimeUnit.MILLISECONDS.toNanos(ms);
-    }
-
-    /**
-     * Whether a failure is about reaching Redis (connection reset or refused, reconnecting, no
-     * answer in time, a cluster or replica not ready): worth another copy while time allows.
-     * Too few replica acknowledgements is not: Redis answered, the change was made on the
-     * master, and the caller decides (ReplicaSyncException).
-     */
-    static boolean isConnectionFailure(Throwable e) {
-        Throwable cause = unwrap(e);
-        return cause instanceof RedisUnavailableException && !(cause instanceof dev.baton.ReplicaSyncException);
-    }
-
-    /**
-     * WAIT after a state change, on the same connection, so the replicas have it too. Fewer
-     * acknowledgements than asked for is a ReplicaSyncException (a RedisUnavailableException,
-     * so an acquire is undone by the engine) unless the options accept it. A server or proxy
-     * that refuses WAIT is reported once and not asked again.
-     *
-     * WAIT blocks the connection it runs on, and every client command shares that connection:
-     * if the replicas are gone, a full WAIT after every change would hold up everything behind
-     * it (renewals included, until leases were wrongly given up). So after a WAIT comes back
-     * short, the next ones wait at most SHORT_WAIT_MS, except for one full wait a second that
-     * finds out whether the replicas are back; a WAIT that gets its acknowledgements ends this.
-     * The script and its WAIT together end within the script's timeout, the replica-sync
-     * timeout and one more command timeout (for WAIT's own answer).
-     */
-    private <T> CompletableFuture<Delivered<T>> awaitReplicas(Delivered<T> reply, String what, String key,
-                                                             boolean failWhenShort) {
-        if (waitUnsupported.get()) {
-            return CompletableFuture.completedFuture(reply);
-        }
-        long now = scheduler.nanoTime();
-        boolean probe = !replicasShort || now >= nextFullWait;
-        if (probe && replicasShort) {
-            nextFullWait = now + FULL_WAIT_EVERY_NANOS;
-        }
-        long waitMs = probe ? replicaSync.timeout().toMillis() : Math.min(SHORT_WAIT_MS, replicaSync.timeout().toMillis());
-        CompletableFuture<Long> acked;
-        try {
-            CompletableFuture<Long> sent = waitRoute.apply(key)
-                    .thenCompose(node -> node.waitForReplication(replicaSync.replicas(), waitMs).toCompletableFuture());
-            long bound = TimeUnit.MILLISECONDS.toNanos(waitMs) + timeoutNanos;
-            acked = bounded(sent, "WAIT after " + what, what, bound, () -> sent.cancel(false));
-        } catch (RuntimeException e) {
-            acked = CompletableFuture.failedFuture(e);
-        }
-        return acked.handle((count, error) -> {
-            Throwable e = error == null ? null : unwrap(error);
-            if (e != null && e.getCause() instanceof RedisCommandExecutionException
-                    && !(e instanceof RedisUnavailableException)) {
-                if (waitUnsupported.compareAndSet(false, true)) {
-                    LoggerHolder.log.warn("{}; replica sync is off for this client", e.getMessage());
-                }
-                return reply;
-            }
-            if (e != null) {
-                throw e instanceof RuntimeException re ? re : translate(e, "WAIT after " + what, what);
-            }
-            if (count < replicaSync.replicas()) {
-                if (!replicasShort) {
-                    replicasShort = true;
-                    nextFullWait = scheduler.nanoTime() + FULL_WAIT_EVERY_NANOS;
-                    LoggerHolder.log.warn("only {} of {} replicas acknowledged {} within {} ms; until they do again, "
-                            + "replica sync waits at most {} ms (one full wait a second)", count, replicaSync.replicas(),
-                            what, waitMs, SHORT_WAIT_MS);
-                }
-                String message = "only " + count + " of " + replicaSync.replicas() + " replicas acknowledged " + what
-                        + " within " + Durations.readableNanos(TimeUnit.MILLISECONDS.toNanos(waitMs));
-                if (failWhenShort) {
-                    throw new dev.baton.ReplicaSyncException(message, count, replicaSync.replicas());
-                }
-                LoggerHolder.log.debug("{}; accepted as configured", message);
-            } else if (replicasShort && probe) {
-                replicasShort = false;
-                LoggerHolder.log.info("the replicas acknowledge again; replica sync waits up to {} ms", waitMs);
-            }
-            return reply;
-        });
-    }
-
-    /**
-     * The commands of the connection a change of {@code key} was written on, where WAIT must run
-     * (it counts the acknowledgements of that connection's writes): the one connection outside a
-     * cluster; in a cluster, the connection to the master that owns the key's slot.
-     */
-    private volatile Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute;
-
     /** Routes WAIT as {@code route} says (a cluster's slot owner). */
     void routeWait(Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
-        this.waitRoute = route;
-    }
-
-    /** How long WAIT waits while the replicas are known to be short. */
-    private static final long SHORT_WAIT_MS = 10;
-    /** How often, while they are short, one WAIT waits the full replica-sync timeout. */
-    private static final long FULL_WAIT_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
-    private volatile boolean replicasShort;
-    private volatile long nextFullWait;
-
-    private static final class LoggerHolder {
-        static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(CommandExecutor.class);
+        replicas.route(route);
     }
 
     /**
@@ -510,49 +391,6 @@ final class CommandExecutor {
             case INTEGER -> (CommandOutput<String, String, T>) new IntegerOutput<>(StringCodec.UTF8);
             case ARRAY -> (CommandOutput<String, String, T>) new NestedMultiOutput<>(StringCodec.UTF8);
         };
-    }
-
-    static Throwable unwrap(Throwable e) {
-        while (e instanceof CompletionException && e.getCause() != null) {
-            e = e.getCause();
-        }
-        return e;
-    }
-
-    /** Maps a Lettuce or I/O failure into Baton's exception tree; Baton's own pass through. */
-    static RuntimeException translate(Throwable error, String what, String key) {
-        Throwable e = unwrap(error);
-        if (e instanceof BatonException be) {
-            return be;
-        }
-        if (e instanceof RedisCommandExecutionException ree) {
-            String message = String.valueOf(ree.getMessage());
-            int refusal = message.indexOf(ARGUMENT_REFUSED);
-            if (refusal >= 0) {
-                // A script refused an argument it can only judge against Redis state (overflow).
-                return new IllegalArgumentException(message.substring(refusal + ARGUMENT_REFUSED.length()).trim(), ree);
-            }
-            if (TEMPORARY.matcher(message).find()) {
-                return new RedisUnavailableException("Redis cannot serve " + what + " right now: " + message, ree);
-            }
-            if (message.contains("WRONGTYPE")) {
-                return new WrongTypeException(key, "Redis key '" + key + "' holds a value of another type than "
-                        + "this synchronizer uses; Baton leaves it untouched (" + what + ": " + message + ")", ree);
-            }
-            return new BatonException("Redis refused " + what + ": " + message, ree);
-        }
-        if (e instanceof RedisCommandTimeoutException || e instanceof RedisConnectionException
-                || e instanceof IOException
-                || (e instanceof RedisException && e.getCause() instanceof IOException)) {
-            return new RedisUnavailableException("Redis is unreachable, " + what + " failed: " + e.getMessage(), e);
-        }
-        if (e instanceof RedisException re) {
-            return new RedisUnavailableException("Redis connection failed during " + what + ": " + re.getMessage(), re);
-        }
-        if (e instanceof RuntimeException re) {
-            return re;
-        }
-        return new BatonException(what + " failed: " + e, e);
     }
 
     /** A Lettuce command that counts how many times it was written to a connection. */

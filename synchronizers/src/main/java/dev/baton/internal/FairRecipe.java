@@ -1,10 +1,12 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.ToIntFunction;
 
 /*
  * The fair lock: first come, first served, with direct hand-off. Waiters queue in a sorted set
@@ -26,6 +28,9 @@ import java.util.function.ToIntFunction;
  * interoperable with Redisson's RFairLock, whose queue layout is different.
  */
 final class FairRecipe implements LockRecipe {
+    private static final Logger log = LoggerFactory.getLogger(FairRecipe.class);
+
+    private final Services services;
     private final CommandExecutor executor;
     private final String name;
     private final String channel;
@@ -33,11 +38,12 @@ final class FairRecipe implements LockRecipe {
     private final long waiterLeaseMs;
     private final long claimTimeoutMs;
 
-    FairRecipe(CommandExecutor executor, String name, long waiterLeaseMs) {
-        this.executor = executor;
+    FairRecipe(Services services, String name, long waiterLeaseMs) {
+        this.services = services;
+        this.executor = services.executor();
         this.name = name;
-        this.channel = Names.fairChannel(name);
-        this.keys = List.of(name, Names.fairQueue(name), Names.fairWaiters(name), channel, Names.fairTicket(name));
+        this.channel = Layout.fairChannel(name);
+        this.keys = List.of(name, Layout.fairQueue(name), Layout.fairWaiters(name), channel, Layout.fairTicket(name));
         this.waiterLeaseMs = waiterLeaseMs;
         this.claimTimeoutMs = waiterLeaseMs;
     }
@@ -53,8 +59,8 @@ final class FairRecipe implements LockRecipe {
     }
 
     @Override
-    public ToIntFunction<String> wakeRule() {
-        return PubSubService.WAKE_TAGGED;
+    public WakeRule wakeRule() {
+        return WakeRule.TAGGED;
     }
 
     @Override
@@ -62,9 +68,45 @@ final class FairRecipe implements LockRecipe {
         return owner;
     }
 
+    /**
+     * A waiter's ticket, and whether a message handed it the lock: the message names the owner
+     * and the ticket it waits with, so a hand-off meant for an earlier ticket of the same owner
+     * (a late message) is stale and ignored.
+     */
     @Override
-    public boolean handedTo(String owner, long ticket, String message) {
-        return ticket > 0 && message.equals(owner + "#" + ticket);
+    public Waiting waiting(String owner) {
+        return new Waiting() {
+            private long ticket;
+            private boolean handedOver;
+
+            @Override
+            public void refused(Grant grant) {
+                ticket = grant.ticket();
+            }
+
+            @Override
+            public void messageSeen(String message) {
+                handedOver |= ticket > 0 && message.equals(owner + "#" + ticket);
+            }
+
+            @Override
+            public boolean handedOver() {
+                return handedOver;
+            }
+
+
+            /** Confirms a handed-off grant, extending it from the claim timeout to the owner's lease. */
+            @Override
+            public void claimed(Lease granted) {
+                services.renewNow(granted).whenComplete((held, e) -> {
+                    if (e == null && !held) {
+                        services.leases().lost(granted, "the lock was handed to this owner but passed on before it was claimed");
+                    } else if (e != null) {
+                        log.debug("claiming the hand-off of '{}' by {} failed: {}", name, granted.owner, e.toString());
+                    }
+                });
+            }
+        };
     }
 
     @Override
@@ -72,7 +114,7 @@ final class FairRecipe implements LockRecipe {
         return executor.<List<Object>>eval(Script.FAIR_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
                         List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), Long.toString(waiterLeaseMs),
                                 Long.toString(claimTimeoutMs), willWait ? "1" : "0"))
-                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1), 0, (Long) reply.get(2)));
+                .thenApply(reply -> Grant.of(reply).withTicket((Long) reply.get(2)));
     }
 
     @Override

@@ -1,10 +1,10 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.ToIntFunction;
 
 /**
  * The fenced lock: the reentrant lock plus a fencing token issued by the acquire script each
@@ -19,7 +19,7 @@ final class FencedRecipe implements LockRecipe {
     FencedRecipe(CommandExecutor executor, String name) {
         this.executor = executor;
         this.plain = new ReentrantRecipe(executor, name);
-        this.keys = List.of(name, Names.fencingToken(name));
+        this.keys = List.of(name, Layout.fencingToken(name));
     }
 
     @Override
@@ -33,7 +33,7 @@ final class FencedRecipe implements LockRecipe {
     }
 
     @Override
-    public ToIntFunction<String> wakeRule() {
+    public WakeRule wakeRule() {
         return plain.wakeRule();
     }
 
@@ -41,7 +41,7 @@ final class FencedRecipe implements LockRecipe {
     public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
         return executor.<List<Object>>eval(Script.FENCED_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
                         List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore)))
-                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1), (Long) reply.get(2), 0));
+                .thenApply(reply -> Grant.of(reply).withToken((Long) reply.get(2)));
     }
 
     @Override

@@ -24,11 +24,12 @@ final class Lease {
      * so the owner can call unlock again; that call takes "nothing held" as this release.
      */
     volatile boolean releaseUnconfirmed;
-    /** How the watchdog renews it. */
-    volatile LockRecipe.Renewal renewal = LockRecipe.Renewal.HASH_FIELD;
+    /** How the watchdog renews it: which script, by the kind of lock. */
+    final LockRecipe.Renewal renewal;
 
-    Lease(String key, String owner, int holds, long leaseMs, boolean watchdog, long nowNanos) {
+    Lease(String key, String owner, LockRecipe.Renewal renewal, int holds, long leaseMs, boolean watchdog, long nowNanos) {
         this.key = key;
+        this.renewal = renewal;
         this.owner = owner;
         this.holds = holds;
         this.leaseMs = leaseMs;

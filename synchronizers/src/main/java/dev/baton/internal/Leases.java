@@ -63,8 +63,7 @@ final class Leases {
         lost.invalidate(k);
         Lease lease = live.get(k);
         if (lease == null) {
-            lease = new Lease(key, owner, holds, leaseMs, watchdog, scheduler.nanoTime());
-            lease.renewal = renewal;
+            lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, scheduler.nanoTime());
             live.put(k, lease);
             if (watchdog) {
                 registry.register(lease);

@@ -234,7 +234,7 @@ record LettuceConnections(StatefulConnection<String, String> commands,
         }
         List<String> safe = redacted(options);
         return new RedisUnavailableException("cannot connect to Redis " + (safe.isEmpty() ? "(application's client)" : safe) + ": "
-                + CommandExecutor.unwrap(e).getMessage(), e);
+                + Failures.unwrap(e).getMessage(), e);
     }
 
     private static void closeQuietly(StatefulConnection<?, ?> connection, AbstractRedisClient owned) {

@@ -1,7 +1,7 @@
 package dev.baton.internal;
 
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.ToIntFunction;
 
 /**
  * What makes one kind of lock different from another: its scripts, its channel and how its
@@ -12,13 +12,31 @@ import java.util.function.ToIntFunction;
 interface LockRecipe {
 
     /**
-     * The outcome of one acquire script call: granted with a hold count (and a fencing token,
-     * for kinds that issue them), or refused with a retry hint (and, for a fair lock, the
-     * caller's queue ticket). Absent numbers are 0.
+     * The outcome of one acquire script call: granted, with the owner's hold count now (and a
+     * fencing token, for kinds that issue them); or refused, with how long the holder's lease
+     * has left (-1 unknown) and, for a fair lock, the caller's queue ticket. Absent numbers are 0.
      */
-    record Grant(boolean granted, long holdsOrRetryMs, long token, long ticket) {
-        Grant(boolean granted, long holdsOrRetryMs) {
-            this(granted, holdsOrRetryMs, 0, 0);
+    record Grant(boolean granted, int holds, long retryAfterMs, long token, long ticket) {
+
+        /**
+         * From an acquire script's reply: {@code {1, holds, ...}} when granted,
+         * {@code {0, retryAfterMs, ...}} when refused (every lock script answers this way).
+         */
+        static Grant of(List<Object> reply) {
+            long number = (Long) reply.get(1);
+            return (Long) reply.get(0) == 1L
+                    ? new Grant(true, (int) number, 0, 0, 0)
+                    : new Grant(false, 0, number, 0, 0);
+        }
+
+        /** This grant with the fencing token the script issued. */
+        Grant withToken(long token) {
+            return new Grant(granted, holds, retryAfterMs, token, ticket);
+        }
+
+        /** This refusal with the queue ticket the script gave the caller. */
+        Grant withTicket(long ticket) {
+            return new Grant(granted, holds, retryAfterMs, token, ticket);
         }
     }
 
@@ -47,7 +65,7 @@ interface LockRecipe {
     CompletableFuture<Boolean> isLocked();
 
     /** How a message on {@link #channel()} wakes local waiters. */
-    ToIntFunction<String> wakeRule();
+    WakeRule wakeRule();
 
     /**
      * Runs the acquire script once.
@@ -70,11 +88,37 @@ interface LockRecipe {
     CompletableFuture<Boolean> forceUnlock();
 
     /**
-     * Whether {@code message} says the lock was handed to {@code owner} waiting with
-     * {@code ticket} (direct hand-off). A hand-off message for an earlier ticket is stale.
+     * What one waiting acquisition of this kind keeps between its attempts. Most kinds keep
+     * nothing; a fair lock keeps its queue ticket and learns from a message that the lock was
+     * handed to it.
      */
-    default boolean handedTo(String owner, long ticket, String message) {
-        return false;
+    interface Waiting {
+        /** An attempt was refused. */
+        default void refused(Grant grant) {
+        }
+
+        /** A message arrived on the channel since the previous attempt. */
+        default void messageSeen(String message) {
+        }
+
+        /** Whether the lock was handed to this waiter: it holds it without asking again. */
+        default boolean handedOver() {
+            return false;
+        }
+
+        /** The hand-off became this waiter's grant: confirm it with Redis, in the background. */
+        default void claimed(Lease lease) {
+        }
+
+    }
+
+    /** A waiting acquisition that keeps nothing. */
+    Waiting KEEPS_NOTHING = new Waiting() {
+    };
+
+    /** A new waiting acquisition by {@code owner}. */
+    default Waiting waiting(String owner) {
+        return KEEPS_NOTHING;
     }
 
     /** The tag a waiter of {@code owner} answers to ({@code null}: every message concerns it). */

@@ -16,19 +16,28 @@ import java.util.concurrent.TimeUnit;
 /*
  * All-or-nothing over several locks, deadlock-free by taking them in one canonical order (name,
  * then the Redis they live on) whatever order the caller gave. Each lock does its own waiting
- * (engine, leases, renewal); this class only sequences them and undoes a partial acquisition,
- * in reverse order, on every failure path: refused, timed out, interrupted, Redis unavailable.
+ * through its client's acquire engine (leases, renewal, wake-ups); this class only sequences
+ * those acquisitions, one after the other within one wait budget, and undoes a partial
+ * acquisition, in reverse order, on every failure path: refused, timed out, cancelled
+ * (interrupt), Redis unavailable. There is one sequence, asynchronous; the blocking methods wait
+ * on it like every other lock's (an interrupt cancels the acquisition in progress, and the locks
+ * already taken are given back before InterruptedException is thrown).
  */
 final class MultiLock implements BatonMultiLock {
 
-    /** One lock-taking step; false = refused (time ran out). */
-    private interface Take {
-        boolean take(BatonLock lock) throws InterruptedException;
+    /** One lock-taking step for the lock at an index; completes false when refused (time ran out). */
+    private interface Step {
+        CompletionStage<Boolean> take(BatonLock lock);
     }
 
-    private final List<BatonLock> locks;
+    /** What an interrupted wait may take to give back what it took, at most. */
+    private static final long SETTLE_NANOS = TimeUnit.SECONDS.toNanos(10);
 
-    MultiLock(List<? extends BatonLock> given) {
+    private final List<BatonLock> locks;
+    private final Scheduler clock;
+
+    MultiLock(List<? extends BatonLock> given, Scheduler clock) {
+        this.clock = clock;
         Objects.requireNonNull(given, "locks");
         if (given.isEmpty()) {
             throw new IllegalArgumentException("locks must not be empty");
@@ -58,158 +67,200 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public void lock() {
-        takeUninterruptibly(l -> {
-            l.lock();
-            return true;
-        });
+        Blocking.join(lockAsync(Names.threadOwner()).toCompletableFuture());
     }
 
     @Override
     public void lock(long leaseTime, TimeUnit unit) {
-        takeUninterruptibly(l -> {
-            l.lock(leaseTime, unit);
-            return true;
-        });
+        Args.leaseMs(leaseTime, unit);
+        long owner = Names.threadOwner();
+        Blocking.join(new Sequence(owner, l -> l.lockAsync(leaseTime, unit, owner).thenApply(ok -> true)).start());
     }
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        takeAll(l -> {
-            l.lockInterruptibly();
-            return true;
-        });
+        long owner = Names.threadOwner();
+        await(new Sequence(owner, l -> l.lockAsync(owner).thenApply(ok -> true)));
     }
 
     @Override
     public boolean tryLock() {
-        return takeUninterruptibly(BatonLock::tryLock);
+        long owner = Names.threadOwner();
+        return Blocking.join(new Sequence(owner, l -> l.tryLockAsync(owner)).start());
     }
 
     @Override
     public boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException {
-        long deadline = System.nanoTime() + RedisLock.waitNanos(waitTime, unit);
-        return takeAll(l -> l.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+        return await(timed(waitTime, -1, unit, Names.threadOwner()));
     }
 
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        long deadline = System.nanoTime() + RedisLock.waitNanos(waitTime, unit);
-        RedisLock.leaseMs(leaseTime, unit);
-        return takeAll(l -> l.tryLock(Math.max(0, deadline - System.nanoTime()),
-                unit.toNanos(leaseTime), TimeUnit.NANOSECONDS));
+        Args.leaseMs(leaseTime, unit);
+        return await(timed(waitTime, leaseTime, unit, Names.threadOwner()));
     }
 
     @Override
     public void unlock() {
-        RuntimeException first = null;
-        for (int i = locks.size() - 1; i >= 0; i--) {
-            try {
-                locks.get(i).unlock();
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
-    }
-
-    private boolean takeUninterruptibly(Take take) {
-        try {
-            return takeAll(take);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted during an uninterruptible acquire", e);
-        }
-    }
-
-    private boolean takeAll(Take take) throws InterruptedException {
-        List<BatonLock> taken = new ArrayList<>();
-        try {
-            for (BatonLock lock : locks) {
-                if (!take.take(lock)) {
-                    releaseInReverse(taken, null);
-                    return false;
-                }
-                taken.add(lock);
-            }
-            return true;
-        } catch (InterruptedException | RuntimeException e) {
-            releaseInReverse(taken, e);
-            throw e;
-        }
-    }
-
-    private static void releaseInReverse(List<BatonLock> taken, Throwable cause) {
-        for (int i = taken.size() - 1; i >= 0; i--) {
-            try {
-                taken.get(i).unlock();
-            } catch (RuntimeException e) {
-                if (cause != null) {
-                    cause.addSuppressed(e);
-                }
-            }
-        }
+        Blocking.join(unlockAsync(Names.threadOwner()).toCompletableFuture());
     }
 
     // ---- asynchronous twins ----------------------------------------------------------------
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        return takeAllAsync(0, ownerId, (l, i) -> l.lockAsync(ownerId).thenApply(ok -> true)).thenApply(ok -> null);
+        return new Sequence(ownerId, l -> l.lockAsync(ownerId).thenApply(ok -> true)).start().thenApply(ok -> null);
     }
 
     @Override
     public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
-        long deadline = System.nanoTime() + RedisLock.waitNanos(waitTime, unit);
-        return takeAllAsync(0, ownerId, (l, i) -> {
-            long remaining = Math.max(0, deadline - System.nanoTime());
+        return timed(waitTime, leaseTime, unit, ownerId).start();
+    }
+
+    @Override
+    public CompletionStage<Void> unlockAsync(long ownerId) {
+        return releaseFrom(locks.size() - 1, ownerId);
+    }
+
+    /** Every lock within one wait budget; {@code leaseTime < 0} means watchdog leases. */
+    private Sequence timed(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
+        long deadline = clock.nanoTime() + Args.waitNanos(waitTime, unit);
+        return new Sequence(ownerId, l -> {
+            long remaining = Math.max(0, deadline - clock.nanoTime());
             return leaseTime < 0
                     ? l.tryLockAsync(remaining, TimeUnit.NANOSECONDS, ownerId)
                     : l.tryLockAsync(remaining, unit.toNanos(leaseTime), TimeUnit.NANOSECONDS, ownerId);
         });
     }
 
-    private interface AsyncTake {
-        CompletionStage<Boolean> take(BatonLock lock, int index);
-    }
-
-    private CompletableFuture<Boolean> takeAllAsync(int from, long ownerId, AsyncTake take) {
-        if (from == locks.size()) {
-            return CompletableFuture.completedFuture(true);
+    /**
+     * Waits for a sequence interruptibly: an interrupt cancels the lock acquisition in progress,
+     * the locks already taken are given back, and then {@link InterruptedException} is thrown
+     * (unless the whole set had been taken already: then it is kept and the flag restored).
+     */
+    private static boolean await(Sequence sequence) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
         }
-        BatonLock lock = locks.get(from);
-        return take.take(lock, from).toCompletableFuture().handle((got, error) -> {
-            if (error != null || !got) {
-                return releaseAsync(from - 1, ownerId).handle((ok, e) -> {
-                    if (error != null) {
-                        throw new java.util.concurrent.CompletionException(CommandExecutor.unwrap(error));
-                    }
-                    return false;
-                });
+        CompletableFuture<Boolean> result = sequence.start();
+        try {
+            return result.get();
+        } catch (InterruptedException e) {
+            if (!result.cancel(false) && !result.isCompletedExceptionally() && Boolean.TRUE.equals(result.getNow(false))) {
+                Thread.currentThread().interrupt();
+                return true;
             }
-            return takeAllAsync(from + 1, ownerId, take);
-        }).thenCompose(next -> next);
+            try {
+                sequence.givenBack.get(SETTLE_NANOS, TimeUnit.NANOSECONDS);
+            } catch (Exception ignored) {
+                // given back in the background; the interrupt is what the caller hears
+            }
+            throw e;
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = Failures.unwrap(e.getCause());
+            throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
+        }
     }
 
-    @Override
-    public CompletionStage<Void> unlockAsync(long ownerId) {
-        return releaseAsync(locks.size() - 1, ownerId);
+    /**
+     * One multi-lock acquisition: the locks taken one after the other in canonical order. The
+     * result completes true when all are held; false, or exceptionally, only after every lock
+     * taken so far has been released in reverse order. Cancelling the result cancels the lock
+     * acquisition in progress and gives back what was taken.
+     */
+    private final class Sequence {
+        private final long ownerId;
+        private final Step step;
+        private final CompletableFuture<Boolean> result = new CompletableFuture<>();
+        /** Completes when a sequence that did not finish has given back every lock it took. */
+        final CompletableFuture<Void> givenBack = new CompletableFuture<>();
+        private volatile CompletableFuture<Boolean> current;
+        private volatile boolean cancelled;
+
+        Sequence(long ownerId, Step step) {
+            this.ownerId = ownerId;
+            this.step = step;
+            result.whenComplete((ok, e) -> {
+                if (e instanceof java.util.concurrent.CancellationException) {
+                    cancelled = true;
+                    CompletableFuture<Boolean> c = current;
+                    if (c != null) {
+                        c.cancel(false);
+                    }
+                }
+            });
+        }
+
+        CompletableFuture<Boolean> start() {
+            next(0);
+            return result;
+        }
+
+        private void next(int index) {
+            if (index == locks.size()) {
+                if (!result.complete(true)) {
+                    giveBack(index - 1, null); // cancelled just as the last lock came
+                }
+                return;
+            }
+            CompletableFuture<Boolean> taking;
+            try {
+                taking = step.take(locks.get(index)).toCompletableFuture();
+            } catch (RuntimeException e) {
+                giveBack(index - 1, e);
+                return;
+            }
+            current = taking;
+            if (cancelled) {
+                taking.cancel(false);
+            }
+            taking.whenComplete((got, error) -> {
+                if (error == null && got && !cancelled) {
+                    next(index + 1);
+                    return;
+                }
+                // A lock granted just as the wait was cancelled is held: give it back too.
+                int last = error == null && got ? index : index - 1;
+                giveBack(last, error == null || error instanceof java.util.concurrent.CancellationException
+                        ? null : Failures.unwrap(error));
+            });
+        }
+
+        /** Releases locks {@code last} down to 0, then ends the sequence without the set. */
+        private void giveBack(int last, Throwable error) {
+            releaseFrom(last, ownerId).whenComplete((ok, releaseError) -> {
+                givenBack.complete(null);
+                if (error != null) {
+                    if (releaseError != null) {
+                        error.addSuppressed(Failures.unwrap(releaseError));
+                    }
+                    result.completeExceptionally(error);
+                } else {
+                    result.complete(false);
+                }
+            });
+        }
     }
 
-    private CompletableFuture<Void> releaseAsync(int from, long ownerId) {
+    /** Releases locks {@code from} down to 0 for the owner, each tried even if one before failed. */
+    private CompletableFuture<Void> releaseFrom(int from, long ownerId) {
         if (from < 0) {
             return CompletableFuture.completedFuture(null);
         }
-        CompletableFuture<Void> here = locks.get(from).unlockAsync(ownerId).toCompletableFuture();
-        return here.handle((ok, error) -> releaseAsync(from - 1, ownerId).handle((rest, restError) -> {
-            Throwable e = error != null ? error : restError;
-            if (e != null) {
-                throw new java.util.concurrent.CompletionException(CommandExecutor.unwrap(e));
+        CompletableFuture<Void> here;
+        try {
+            here = locks.get(from).unlockAsync(ownerId).toCompletableFuture();
+        } catch (RuntimeException e) {
+            here = CompletableFuture.failedFuture(e);
+        }
+        return here.handle((ok, error) -> releaseFrom(from - 1, ownerId).handle((rest, restError) -> {
+            Throwable e = error != null ? Failures.unwrap(error) : null;
+            if (e != null && restError != null) {
+                e.addSuppressed(Failures.unwrap(restError));
+            }
+            Throwable first = e != null ? e : restError;
+            if (first != null) {
+                throw new java.util.concurrent.CompletionException(Failures.unwrap(first));
             }
             return (Void) null;
         })).thenCompose(next -> next);

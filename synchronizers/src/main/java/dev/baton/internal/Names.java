@@ -1,103 +1,16 @@
 package dev.baton.internal;
 
-import java.util.Objects;
-
 /**
- * The one place that spells Redis key and channel names. Helper keys and channels wrap the
- * synchronizer's name in a hash tag, {@code prefix:{name}}, so that every key of one
- * synchronizer lands in one Redis Cluster slot; a name that already contains {@code '{'} is
- * used as it is. This matches Redisson, so both clients meet on the same channels.
+ * Owner ids: what the client writes into a lock as its holder. Key and channel names are spelled
+ * in {@link dev.baton.lua.Layout}.
  */
 final class Names {
     private Names() {
     }
 
-    /** Checks a user-supplied synchronizer name. */
-    static String requireName(String name) {
-        Objects.requireNonNull(name, "name");
-        if (name.isBlank()) {
-            throw new IllegalArgumentException("name must not be blank");
-        }
-        return name;
-    }
-
-    /** {@code name} inside a hash tag, unless it already has one. */
-    static String hashTagged(String name) {
-        return name.contains("{") ? name : "{" + name + "}";
-    }
-
-    /** The reentrant lock's pub/sub channel: {@code redisson_lock__channel:{name}}. */
-    static String lockChannel(String name) {
-        return "redisson_lock__channel:" + hashTagged(name);
-    }
-
-    /** A semaphore's channel (both kinds), Redisson's: {@code redisson_sc:{name}}. */
-    static String semaphoreChannel(String name) {
-        return "redisson_sc:" + hashTagged(name);
-    }
-
-    /**
-     * The permit-expirable semaphore's taken permits, Redisson's {@code {name}:timeout} (the
-     * name used as it is, with a suffix, when it already has a hash tag).
-     */
-    static String expirablePermits(String name) {
-        return hashTagged(name) + ":timeout";
-    }
-
-    /**
-     * The key that remembers one request on a plain semaphore or a count-down latch (Baton's
-     * own; Redisson never reads it): {@code baton_request:{name}:<id>}.
-     */
-    static String request(String name, String id) {
-        return "baton_request:" + hashTagged(name) + ":" + id;
-    }
-
-    /** The read-write lock's channel, Redisson's: {@code redisson_rwlock:{name}}. */
-    static String rwlockChannel(String name) {
-        return "redisson_rwlock:" + hashTagged(name);
-    }
-
-    /** The waiting writer's mark (Baton's own): {@code baton_rwlock_writer:{name}}. */
-    static String writerMark(String name) {
-        return "baton_rwlock_writer:" + hashTagged(name);
-    }
-
-    /** The prefix of one reader's per-hold keys, Redisson's: {@code {name}:<owner>:rwlock_timeout}. */
-    static String readHoldPrefix(String name, String owner) {
-        return hashTagged(name) + ":" + owner + ":rwlock_timeout";
-    }
-
-    /** The fenced lock's token counter, Redisson's: {@code redisson_lock_token:{name}}. */
-    static String fencingToken(String name) {
-        return "redisson_lock_token:" + hashTagged(name);
-    }
-
-    /** The fair lock's waiting queue (ZSET owner -> ticket): {@code baton_fair_queue:{name}}. */
-    static String fairQueue(String name) {
-        return "baton_fair_queue:" + hashTagged(name);
-    }
-
-    /** The fair lock's waiter deadlines (HASH owner -> ms): {@code baton_fair_waiters:{name}}. */
-    static String fairWaiters(String name) {
-        return "baton_fair_waiters:" + hashTagged(name);
-    }
-
-    /** The fair lock's ticket counter: {@code baton_fair_ticket:{name}}. */
-    static String fairTicket(String name) {
-        return "baton_fair_ticket:" + hashTagged(name);
-    }
-
-    /** The fair lock's hand-off channel (message = new holder): {@code baton_fair_lock:{name}}. */
-    static String fairChannel(String name) {
-        return "baton_fair_lock:" + hashTagged(name);
-    }
-
-    /**
-     * The count-down latch's channel, {@code redisson_countdownlatch__channel__{name}}: Redisson
-     * always adds the braces here, even to a name that has some.
-     */
-    static String latchChannel(String name) {
-        return "redisson_countdownlatch__channel__{" + name + "}";
+    /** The owner id of the calling thread, as the blocking API uses it: the thread's id. */
+    static long threadOwner() {
+        return Thread.currentThread().getId();
     }
 
     /** An owner id as stored in Redis: {@code <clientId>:<ownerId>}. */

@@ -1,5 +1,8 @@
 package dev.baton.internal;
 
+// Over 300 lines on purpose: the channel table and the waiter index it keeps per channel (one
+// structure, guarded together) read best side by side.
+
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import org.slf4j.Logger;
@@ -15,7 +18,6 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.ToIntFunction;
 
 /*
  * The pub/sub service shares one subscription connection among every waiter of a client.
@@ -36,16 +38,6 @@ import java.util.function.ToIntFunction;
  */
 final class PubSubService implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(PubSubService.class);
-
-    /** How many waiters a message wakes. */
-    static final ToIntFunction<String> WAKE_ONE = message -> 1;
-    /** Wake every waiter on the channel. */
-    static final ToIntFunction<String> WAKE_ALL = message -> Integer.MAX_VALUE;
-    /**
-     * Wake only the waiters whose tag is the message (the fair lock names the waiter it handed
-     * the lock to). Only waiters with that tag see the message at all.
-     */
-    static final ToIntFunction<String> WAKE_TAGGED = message -> Integer.MAX_VALUE;
 
     /** How SUBSCRIBE and UNSUBSCRIBE are sent: classic, or sharded to the slot's node. */
     interface Subscriber {
@@ -106,15 +98,15 @@ final class PubSubService implements AutoCloseable {
      *
      * @param wakeRule how many waiters a message on this channel wakes
      */
-    Subscription subscribe(String channelName, ToIntFunction<String> wakeRule) {
+    Subscription subscribe(String channelName, WakeRule wakeRule) {
         return subscribe(channelName, wakeRule, null);
     }
 
     /**
-     * Registers a waiter with a tag on a channel; with {@link #WAKE_TAGGED} only messages that
+     * Registers a waiter with a tag on a channel; with {@link WakeRule#TAGGED} only messages that
      * name the tag (the tag itself, or the tag, '#' and a suffix) reach it.
      */
-    Subscription subscribe(String channelName, ToIntFunction<String> wakeRule, String tag) {
+    Subscription subscribe(String channelName, WakeRule wakeRule, String tag) {
         Waiter waiter = new Waiter(tag, arrivals.incrementAndGet());
         synchronized (channels) {
             if (closed) {
@@ -250,13 +242,13 @@ final class PubSubService implements AutoCloseable {
      */
     private static final class Channel {
         final String name;
-        final ToIntFunction<String> wakeRule;
+        final WakeRule wakeRule;
         private final ConcurrentSkipListMap<Long, Waiter> waiters = new ConcurrentSkipListMap<>();
         private final ConcurrentHashMap<String, List<Waiter>> byTag = new ConcurrentHashMap<>();
         volatile CompletableFuture<Void> ready;
         final AtomicInteger subscribedEvents = new AtomicInteger();
 
-        Channel(String name, ToIntFunction<String> wakeRule) {
+        Channel(String name, WakeRule wakeRule) {
             this.name = name;
             this.wakeRule = wakeRule;
         }
@@ -290,8 +282,8 @@ final class PubSubService implements AutoCloseable {
          * ticket). Otherwise it rings as many as the wake rule says, oldest first.
          */
         void deliver(String message) {
-            if (wakeRule != WAKE_TAGGED || message == null) {
-                wake(wakeRule.applyAsInt(message), message);
+            if (wakeRule != WakeRule.TAGGED || message == null) {
+                wake(wakeRule.wakes(message), message);
                 return;
             }
             ring(byTag.get(message), message);

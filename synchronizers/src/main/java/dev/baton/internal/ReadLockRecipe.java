@@ -1,10 +1,10 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.ToIntFunction;
 
 /**
  * The read side of the read-write lock (Redisson's layout): many readers, each read hold with a
@@ -23,8 +23,8 @@ final class ReadLockRecipe implements LockRecipe {
     ReadLockRecipe(CommandExecutor executor, String name) {
         this.executor = executor;
         this.name = name;
-        this.channel = Names.rwlockChannel(name);
-        this.mark = Names.writerMark(name);
+        this.channel = Layout.rwlockChannel(name);
+        this.mark = Layout.writerMark(name);
     }
 
     @Override
@@ -33,8 +33,8 @@ final class ReadLockRecipe implements LockRecipe {
     }
 
     @Override
-    public ToIntFunction<String> wakeRule() {
-        return PubSubService.WAKE_ALL;
+    public WakeRule wakeRule() {
+        return WakeRule.ALL;
     }
 
     @Override
@@ -45,15 +45,15 @@ final class ReadLockRecipe implements LockRecipe {
     @Override
     public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
         return executor.<List<Object>>eval(Script.RWLOCK_READ_ACQUIRE, CommandExecutor.Reply.ARRAY,
-                        List.of(name, mark, Names.readHoldPrefix(name, owner)),
+                        List.of(name, mark, Layout.readHoldPrefix(name, owner)),
                         List.of(Long.toString(leaseMs), owner, owner + ":write", Integer.toString(heldBefore)))
-                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1)));
+                .thenApply(Grant::of);
     }
 
     @Override
     public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs, boolean cleanup) {
         return executor.release(cleanup, Script.RWLOCK_READ_RELEASE, CommandExecutor.Reply.INTEGER,
-                List.of(name, channel, Names.readHoldPrefix(name, owner), Names.hashTagged(name)),
+                List.of(name, channel, Layout.readHoldPrefix(name, owner), Layout.hashTagged(name)),
                 List.of(owner, Integer.toString(heldBefore), FREE_MESSAGE));
     }
 

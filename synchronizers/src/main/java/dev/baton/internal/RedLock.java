@@ -7,11 +7,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
@@ -27,26 +25,39 @@ import java.util.concurrent.TimeUnit;
  *
  * A master that does not answer in time has its attempt cancelled: the acquire engine gives back
  * a grant that arrives after the cancel, so a slow master keeps nothing.
+ *
+ * The loop is the acquire engine's, like every other wait: one round is one Attempt, a refused
+ * round has already released what it got and asks to be tried again after the random pause, and
+ * the engine handles the deadline, cancellation and interrupts as for any lock (a grant that
+ * lands after the caller gave up is released everywhere). No channel: the masters are separate
+ * servers, so nothing announces a release to a RedLock waiter; it tries again after each pause.
  */
 final class RedLock implements BatonRedLock {
     private static final long MIN_PAUSE_MS = 20;
     private static final long MAX_PAUSE_MS = 120;
+    /** What an interrupted wait may take to stop beyond one node timeout: dispatching the releases. */
+    private static final long SETTLE_SLACK_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
 
     private final String name;
     private final List<BatonLock> nodes;
     private final long nodeTimeoutNanos;
     private final int quorum;
+    private final AcquireEngine engine;
+    private final Scheduler scheduler;
     private final Map<Long, Long> validUntilNanos = new ConcurrentHashMap<>();
 
     /**
-     * @param nodes the lock of this name on each master (the entry point checked the masters
-     *              and the timeout, and made these)
+     * @param nodes  the lock of this name on each master (the entry point checked the masters
+     *               and the timeout, and made these)
+     * @param engine an engine without a pub/sub service: RedLock waits are told of nothing
      */
-    RedLock(String name, List<BatonLock> nodes, Duration nodeTimeout) {
+    RedLock(String name, List<BatonLock> nodes, Duration nodeTimeout, AcquireEngine engine, Scheduler scheduler) {
         this.name = name;
         this.nodes = List.copyOf(nodes);
         this.nodeTimeoutNanos = nodeTimeout.toNanos();
         this.quorum = nodes.size() / 2 + 1;
+        this.engine = engine;
+        this.scheduler = scheduler;
     }
 
     @Override
@@ -56,79 +67,90 @@ final class RedLock implements BatonRedLock {
 
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        CompletableFuture<Boolean> result = tryLockAsync(waitTime, leaseTime, unit, RedisLock.ownerOfCurrentThread())
-                .toCompletableFuture();
-        try {
-            return result.get();
-        } catch (InterruptedException e) {
-            if (!result.cancel(false) && Boolean.TRUE.equals(result.getNow(false))) {
-                unlock();
-            }
-            throw e;
-        } catch (ExecutionException e) {
-            Throwable cause = CommandExecutor.unwrap(e.getCause());
-            throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
-        }
+        long waitNanos = Args.waitNanos(waitTime, unit);
+        long leaseMs = Args.leaseMs(leaseTime, unit);
+        long owner = Names.threadOwner();
+        return Blocking.awaitInterruptibly(() -> start(waitNanos, leaseMs, owner), nodeTimeoutNanos + SETTLE_SLACK_NANOS);
     }
 
     @Override
     public void unlock() {
-        Blocking.join(unlockAsync(RedisLock.ownerOfCurrentThread()).toCompletableFuture());
+        Blocking.join(unlockAsync(Names.threadOwner()).toCompletableFuture());
     }
 
     @Override
     public long validityMillis() {
-        return validityMillis(RedisLock.ownerOfCurrentThread());
+        return validityMillis(Names.threadOwner());
     }
 
     @Override
     public long validityMillis(long ownerId) {
         Long until = validUntilNanos.get(ownerId);
-        return until == null ? 0 : Math.max(0, TimeUnit.NANOSECONDS.toMillis(until - System.nanoTime()));
+        return until == null ? 0 : Math.max(0, TimeUnit.NANOSECONDS.toMillis(until - scheduler.nanoTime()));
     }
 
     @Override
     public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
-        long waitNanos = RedisLock.waitNanos(waitTime, unit);
-        long leaseMs = RedisLock.leaseMs(leaseTime, unit).ms();
-        return round(System.nanoTime() + waitNanos, leaseMs, ownerId);
+        long waitNanos = Args.waitNanos(waitTime, unit);
+        long leaseMs = Args.leaseMs(leaseTime, unit);
+        return start(waitNanos, leaseMs, ownerId).result();
     }
 
-    private CompletableFuture<Boolean> round(long deadline, long leaseMs, long ownerId) {
-        long start = System.nanoTime();
-        List<CompletableFuture<Boolean>> asks = new ArrayList<>();
-        for (BatonLock node : nodes) {
-            CompletableFuture<Boolean> ask = node.tryLockAsync(0, leaseMs, TimeUnit.MILLISECONDS, ownerId)
-                    .toCompletableFuture();
-            CompletableFuture.delayedExecutor(nodeTimeoutNanos, TimeUnit.NANOSECONDS).execute(() -> ask.cancel(false));
-            asks.add(ask.handle((granted, e) -> e == null && granted));
+    private AcquireEngine.Acquisition start(long waitNanos, long leaseMs, long ownerId) {
+        return engine.acquire(new Round(leaseMs, ownerId), null, WakeRule.ONE, waitNanos);
+    }
+
+    /** One round: every master asked at once; granted with a majority and validity left. */
+    private final class Round implements AcquireEngine.Attempt {
+        private final long leaseMs;
+        private final long ownerId;
+
+        Round(long leaseMs, long ownerId) {
+            this.leaseMs = leaseMs;
+            this.ownerId = ownerId;
         }
-        return CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).thenCompose(all -> {
-            int granted = 0;
-            for (CompletableFuture<Boolean> ask : asks) {
-                if (ask.join()) {
-                    granted++;
-                }
+
+        @Override
+        public CompletableFuture<AcquireEngine.Outcome> attempt() {
+            long start = scheduler.nanoTime();
+            List<CompletableFuture<Boolean>> asks = new ArrayList<>();
+            for (BatonLock node : nodes) {
+                CompletableFuture<Boolean> ask = node.tryLockAsync(0, leaseMs, TimeUnit.MILLISECONDS, ownerId)
+                        .toCompletableFuture();
+                Scheduler.Cancellable timeout = scheduler.schedule(() -> ask.cancel(false), nodeTimeoutNanos,
+                        TimeUnit.NANOSECONDS);
+                asks.add(ask.handle((granted, e) -> {
+                    timeout.cancel();
+                    return e == null && granted;
+                }));
             }
-            long drift = TimeUnit.MILLISECONDS.toNanos(leaseMs / 100 + 2);
-            long validUntil = start + TimeUnit.MILLISECONDS.toNanos(leaseMs) - drift;
-            if (granted >= quorum && validUntil > System.nanoTime()) {
-                validUntilNanos.put(ownerId, validUntil);
-                return CompletableFuture.completedFuture(true);
-            }
-            return releaseEverywhere(ownerId).thenCompose(released -> {
-                long pause = TimeUnit.MILLISECONDS.toNanos(ThreadLocalRandom.current().nextLong(MIN_PAUSE_MS, MAX_PAUSE_MS));
-                if (System.nanoTime() + pause >= deadline) {
-                    return CompletableFuture.completedFuture(false);
+            return CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).thenCompose(all -> {
+                long granted = asks.stream().filter(CompletableFuture::join).count();
+                long drift = TimeUnit.MILLISECONDS.toNanos(leaseMs / 100 + 2);
+                long validUntil = start + TimeUnit.MILLISECONDS.toNanos(leaseMs) - drift;
+                if (granted >= quorum && validUntil > scheduler.nanoTime()) {
+                    validUntilNanos.put(ownerId, validUntil);
+                    return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
                 }
-                return CompletableFuture.supplyAsync(() -> null,
-                                CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS))
-                        .thenCompose(ignored -> round(deadline, leaseMs, ownerId));
+                long pauseMs = ThreadLocalRandom.current().nextLong(MIN_PAUSE_MS, MAX_PAUSE_MS);
+                return releaseEverywhere(ownerId).thenApply(released -> new AcquireEngine.Outcome(false, pauseMs));
             });
-        });
+        }
+
+        @Override
+        public CompletableFuture<?> abandonUnknown() {
+            return releaseEverywhere(ownerId);
+        }
+
+        @Override
+        public CompletableFuture<?> releaseGranted() {
+            return releaseEverywhere(ownerId);
+        }
+
+        @Override
+        public String description() {
+            return "acquiring RedLock '" + name + "'";
+        }
     }
 
     /** Releases the owner's hold on every master that has one; completes with how many had. */

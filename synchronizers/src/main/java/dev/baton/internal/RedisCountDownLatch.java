@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.BatonCountDownLatch;
 import dev.baton.SynchronizerDeletedException;
 import dev.baton.lua.Script;
@@ -39,8 +40,8 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     RedisCountDownLatch(Services services, String name) {
         this.services = services;
-        this.name = Names.requireName(name);
-        this.channel = Names.latchChannel(name);
+        this.name = Args.name(name);
+        this.channel = Layout.latchChannel(name);
         this.keys = List.of(name, channel);
     }
 
@@ -50,41 +51,19 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
     }
 
     @Override
-    public boolean trySetCount(long count) {
-        return Blocking.join(trySetCountAsync(count).toCompletableFuture());
-    }
-
-    @Override
-    public void countDown() {
-        Blocking.join(countDownAsync().toCompletableFuture());
-    }
-
-    @Override
-    public long getCount() {
-        return Blocking.join(getCountAsync().toCompletableFuture());
-    }
-
-    @Override
     public void await() throws InterruptedException {
         Blocking.awaitInterruptibly(() -> start(-1), services.cleanupNanos());
     }
 
     @Override
     public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
-        long waitNanos = Blocking.waitNanos(timeout, unit, "timeout");
+        long waitNanos = Args.timeoutNanos(timeout, unit);
         return Blocking.awaitInterruptibly(() -> start(waitNanos), services.cleanupNanos());
     }
 
     @Override
-    public boolean delete() {
-        return Blocking.join(deleteAsync().toCompletableFuture());
-    }
-
-    @Override
     public CompletionStage<Boolean> trySetCountAsync(long count) {
-        if (count < 1) {
-            throw new IllegalArgumentException("count must be at least 1, was " + count);
-        }
+        Args.count(count);
         CommandExecutor executor = services.executor();
         return executor.<Long>evalUntilAnswered(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER,
                         List.of(name, channel, Requests.key(name, Requests.newId())),
@@ -117,7 +96,7 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     @Override
     public CompletionStage<Boolean> awaitAsync(long timeout, TimeUnit unit) {
-        return start(Blocking.waitNanos(timeout, unit, "timeout")).result();
+        return start(Args.timeoutNanos(timeout, unit)).result();
     }
 
     @Override
@@ -135,7 +114,7 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     private AcquireEngine.Acquisition start(long waitNanos) {
         services.checkOpen();
-        return services.engine().acquire(new ZeroWatch(), channel, PubSubService.WAKE_ALL, waitNanos);
+        return services.engine().acquire(new ZeroWatch(), channel, WakeRule.ALL, waitNanos);
     }
 
     /** One await's attempts: read the count; zero grants. */

@@ -37,7 +37,7 @@ final class RedisFencedLock extends RedisLock implements BatonFencedLock {
 
     @Override
     public long getToken() {
-        return tokenOf(ownerOfCurrentThread());
+        return tokenOf(Names.threadOwner());
     }
 
     @Override

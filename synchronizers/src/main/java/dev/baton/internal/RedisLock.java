@@ -1,5 +1,9 @@
 package dev.baton.internal;
 
+// Over 300 lines on purpose: BatonLock's blocking and asynchronous methods (about thirty, each a
+// line or two) and the one attempt and release every lock kind shares; what differs per kind is
+// in its LockRecipe.
+
 import dev.baton.BatonLock;
 import dev.baton.LeaseLostException;
 import dev.baton.LockHold;
@@ -9,7 +13,6 @@ import org.slf4j.LoggerFactory;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /*
  * The lock plumbing shared by every kind of Baton lock: the blocking API as thin waits on the
@@ -47,7 +50,7 @@ class RedisLock implements BatonLock {
 
     RedisLock(Services services, String name, java.util.function.Function<String, LockRecipe> recipe) {
         this.services = services;
-        this.name = Names.requireName(name);
+        this.name = Args.name(name);
         this.recipe = recipe.apply(name);
     }
 
@@ -60,12 +63,12 @@ class RedisLock implements BatonLock {
 
     @Override
     public void lock() {
-        Blocking.awaitUninterruptibly(start(-1, watchdog(), ownerOfCurrentThread()));
+        Blocking.awaitUninterruptibly(start(-1, watchdog(), Names.threadOwner()));
     }
 
     @Override
     public void lock(long leaseTime, TimeUnit unit) {
-        Blocking.awaitUninterruptibly(start(-1, leaseMs(leaseTime, unit), ownerOfCurrentThread()));
+        Blocking.awaitUninterruptibly(start(-1, fixed(leaseTime, unit), Names.threadOwner()));
     }
 
     @Override
@@ -75,66 +78,56 @@ class RedisLock implements BatonLock {
 
     @Override
     public void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
-        lockInterruptiblyFor(leaseMs(leaseTime, unit));
+        lockInterruptiblyFor(fixed(leaseTime, unit));
     }
 
     private void lockInterruptiblyFor(LeaseRequest lease) throws InterruptedException {
-        long owner = ownerOfCurrentThread();
+        long owner = Names.threadOwner();
         Blocking.awaitInterruptibly(() -> start(-1, lease, owner), services.cleanupNanos());
     }
 
     @Override
     public boolean tryLock() {
-        return Blocking.awaitUninterruptibly(start(0, watchdog(), ownerOfCurrentThread()));
+        return Blocking.awaitUninterruptibly(start(0, watchdog(), Names.threadOwner()));
     }
 
     @Override
     public boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException {
-        return tryLockFor(waitNanos(waitTime, unit), watchdog());
+        return tryLockFor(Args.waitNanos(waitTime, unit), watchdog());
     }
 
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return tryLockFor(waitNanos(waitTime, unit), leaseMs(leaseTime, unit));
+        return tryLockFor(Args.waitNanos(waitTime, unit), fixed(leaseTime, unit));
     }
 
     private boolean tryLockFor(long waitNanos, LeaseRequest lease) throws InterruptedException {
-        long owner = ownerOfCurrentThread();
+        long owner = Names.threadOwner();
         return Blocking.awaitInterruptibly(() -> start(waitNanos, lease, owner), services.cleanupNanos());
     }
 
     @Override
     public void unlock() {
-        Blocking.join(release(ownerOfCurrentThread()));
+        Blocking.join(release(Names.threadOwner()));
     }
 
     @Override
     public LockHold acquire() {
-        long owner = ownerOfCurrentThread();
+        long owner = Names.threadOwner();
         lock();
         return new Hold(owner);
     }
 
     @Override
     public LockHold acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
-        long owner = ownerOfCurrentThread();
+        long owner = Names.threadOwner();
         lockInterruptibly(leaseTime, unit);
         return new Hold(owner);
     }
 
     @Override
-    public boolean forceUnlock() {
-        return Blocking.join(forceUnlockAsync().toCompletableFuture());
-    }
-
-    @Override
-    public boolean isLocked() {
-        return Blocking.join(isLockedAsync().toCompletableFuture());
-    }
-
-    @Override
     public boolean isHeldByCurrentThread() {
-        return isHeldByThread(ownerOfCurrentThread());
+        return isHeldByThread(Names.threadOwner());
     }
 
     @Override
@@ -145,7 +138,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public int getHoldCount() {
-        String owner = owner(ownerOfCurrentThread());
+        String owner = owner(Names.threadOwner());
         String count = Blocking.join(services.executor().read("HGET", name, c -> c.hget(name, owner)));
         return count == null ? 0 : Integer.parseInt(count);
     }
@@ -165,7 +158,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long leaseTime, TimeUnit unit, long ownerId) {
-        return start(-1, leaseMs(leaseTime, unit), ownerId).untilGranted();
+        return start(-1, fixed(leaseTime, unit), ownerId).untilGranted();
     }
 
 
@@ -176,12 +169,12 @@ class RedisLock implements BatonLock {
 
     @Override
     public CompletionStage<Boolean> tryLockAsync(long waitTime, TimeUnit unit, long ownerId) {
-        return start(waitNanos(waitTime, unit), watchdog(), ownerId).result();
+        return start(Args.waitNanos(waitTime, unit), watchdog(), ownerId).result();
     }
 
     @Override
     public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
-        return start(waitNanos(waitTime, unit), leaseMs(leaseTime, unit), ownerId).result();
+        return start(Args.waitNanos(waitTime, unit), fixed(leaseTime, unit), ownerId).result();
     }
 
     @Override
@@ -211,28 +204,9 @@ class RedisLock implements BatonLock {
         return new LeaseRequest(true, services.watchdogMs());
     }
 
-    /** The longest lease accepted: 10 years. Redis refuses expiries it cannot represent. */
-    static final long MAX_LEASE_MS = TimeUnit.DAYS.toMillis(3_650);
-
-    static LeaseRequest leaseMs(long leaseTime, TimeUnit unit) {
-        java.util.Objects.requireNonNull(unit, "unit");
-        if (leaseTime <= 0) {
-            throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime + " " + unit
-                    + " (omit it for a watchdog-renewed lock)");
-        }
-        long ms = unit.toMillis(leaseTime);
-        if (ms > MAX_LEASE_MS) {
-            throw new IllegalArgumentException("leaseTime must be at most 3650 days, was " + leaseTime + " " + unit);
-        }
-        return new LeaseRequest(false, Math.max(1, ms));
-    }
-
-    static long waitNanos(long waitTime, TimeUnit unit) {
-        return Blocking.waitNanos(waitTime, unit, "waitTime");
-    }
-
-    static long ownerOfCurrentThread() {
-        return Thread.currentThread().getId();
+    /** A fixed lease, checked. */
+    static LeaseRequest fixed(long leaseTime, TimeUnit unit) {
+        return new LeaseRequest(false, Args.leaseMs(leaseTime, unit));
     }
 
     /** The owner's field in the lock hash: its owner id, as the recipe spells it. */
@@ -251,14 +225,14 @@ class RedisLock implements BatonLock {
         private final String owner;
         private final LeaseRequest lease;
         private final boolean willWait;
+        private final LockRecipe.Waiting waiting;
         private int heldBefore;
-        private long ticket;
-        private boolean handedOver;
 
         LockAttempt(String owner, LeaseRequest lease, boolean willWait) {
             this.owner = owner;
             this.lease = lease;
             this.willWait = willWait;
+            this.waiting = recipe.waiting(owner);
         }
 
         @Override
@@ -273,28 +247,28 @@ class RedisLock implements BatonLock {
 
         @Override
         public void messageSeen(String message) {
-            handedOver |= recipe.handedTo(owner, ticket, message);
+            waiting.messageSeen(message);
         }
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             services.checkOpen();
             heldBefore = services.leases().holds(name, owner);
-            if (handedOver && heldBefore == 0) {
+            if (waiting.handedOver() && heldBefore == 0) {
                 // The release that woke us already made us the holder: no round trip needed.
                 Lease granted = services.leases().granted(name, owner, 1, lease.ms(), lease.watchdog(), recipe.renewal());
-                claim(granted);
+                waiting.claimed(granted);
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
                 if (grant.granted()) {
-                    Lease held = services.leases().granted(name, owner, (int) grant.holdsOrRetryMs(), lease.ms(),
+                    Lease held = services.leases().granted(name, owner, grant.holds(), lease.ms(),
                             lease.watchdog(), recipe.renewal());
                     held.token = grant.token();
                     return AcquireEngine.Outcome.GRANTED;
                 }
-                ticket = grant.ticket();
-                return new AcquireEngine.Outcome(false, grant.holdsOrRetryMs());
+                waiting.refused(grant);
+                return new AcquireEngine.Outcome(false, grant.retryAfterMs());
             });
         }
 
@@ -326,17 +300,6 @@ class RedisLock implements BatonLock {
         }
     }
 
-    /** Confirms a handed-off grant, extending it from the claim timeout to our own lease. */
-    private void claim(Lease granted) {
-        services.renewNow(granted).whenComplete((held, e) -> {
-            if (e == null && !held) {
-                services.leases().lost(granted, "the lock was handed to this owner but passed on before it was claimed");
-            } else if (e != null) {
-                log.debug("claiming the hand-off of '{}' by {} failed: {}", name, granted.owner, e.toString());
-            }
-        });
-    }
-
     private CompletableFuture<Void> release(long ownerId) {
         services.checkOpen();
         return release(owner(ownerId), false);
@@ -366,7 +329,7 @@ class RedisLock implements BatonLock {
         lease.holds = heldBefore - 1;
         return recipe.release(owner, heldBefore, lease.leaseMs, cleanup).handle((delivered, error) -> {
             if (error != null) {
-                Throwable cause = CommandExecutor.unwrap(error);
+                Throwable cause = Failures.unwrap(error);
                 if (cause instanceof dev.baton.ReplicaSyncException) {
                     // Released on the master; too few replicas have it yet. The hold is over.
                     if (heldBefore <= 1) {
@@ -374,7 +337,7 @@ class RedisLock implements BatonLock {
                     }
                     throw (dev.baton.ReplicaSyncException) cause;
                 }
-                if (!CommandExecutor.isConnectionFailure(cause)) {
+                if (!Failures.isConnectionFailure(cause)) {
                     lease.holds = heldBefore;
                     throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
                 }
@@ -418,7 +381,7 @@ class RedisLock implements BatonLock {
     /** try-with-resources handle for one hold. */
     private final class Hold implements LockHold {
         private final long ownerId;
-        private final AtomicBoolean closed = new AtomicBoolean();
+        private final CloseOnce once = new CloseOnce();
 
         Hold(long ownerId) {
             this.ownerId = ownerId;
@@ -429,21 +392,9 @@ class RedisLock implements BatonLock {
             return name;
         }
 
-        /** Releases once; a close that failed on Redis may be called again and completes the release. */
         @Override
         public void close() {
-            if (closed.get()) {
-                return;
-            }
-            try {
-                Blocking.join(release(ownerId));
-                closed.set(true);
-            } catch (dev.baton.RedisUnavailableException e) {
-                throw e; // still open: a second close() sends the release again
-            } catch (RuntimeException e) {
-                closed.set(true);
-                throw e;
-            }
+            once.close(() -> Blocking.join(release(ownerId)));
         }
     }
 }

@@ -1,17 +1,16 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.ExpirablePermit;
 import dev.baton.lua.Script;
 
 import java.util.List;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /*
  * The permit-expirable semaphore: Redisson's layout (available count at the name, taken permits
@@ -35,9 +34,9 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     RedisPermitExpirableSemaphore(Services services, String name) {
         this.services = services;
-        this.name = Names.requireName(name);
-        this.channel = Names.semaphoreChannel(name);
-        this.keys = List.of(name, Names.expirablePermits(name), channel);
+        this.name = Args.name(name);
+        this.channel = Layout.semaphoreChannel(name);
+        this.keys = List.of(name, Layout.expirablePermits(name), channel);
     }
 
     @Override
@@ -69,7 +68,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        long waitNanos = SemaphoreWaits.waitNanos(waitTime, unit);
+        long waitNanos = Args.timeoutNanos(waitTime, unit);
         PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
         return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos())
                 ? Optional.of(attempt.id) : Optional.empty();
@@ -78,7 +77,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public ExpirablePermit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException {
         String id = acquire(leaseTime, unit);
-        AtomicBoolean closed = new AtomicBoolean();
+        CloseOnce once = new CloseOnce();
         return new ExpirablePermit() {
             @Override
             public String id() {
@@ -87,60 +86,33 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
             @Override
             public void close() {
-                if (closed.compareAndSet(false, true)) {
-                    tryRelease(id);
-                }
+                once.close(() -> tryRelease(id));
             }
         };
     }
 
     @Override
-    public void release(String permitId) {
-        Blocking.join(releaseAsync(permitId).toCompletableFuture());
-    }
-
-    @Override
-    public boolean tryRelease(String permitId) {
-        return Blocking.join(tryReleaseAsync(permitId).toCompletableFuture());
-    }
-
-    @Override
-    public boolean updateLeaseTime(String permitId, long leaseTime, TimeUnit unit) {
-        return Blocking.join(updateLeaseTimeAsync(permitId, leaseTime, unit).toCompletableFuture());
-    }
-
-    @Override
-    public int availablePermits() {
-        return Blocking.join(availablePermitsAsync().toCompletableFuture());
-    }
-
-    @Override
     public void setPermits(int permits) {
-        requireNonNegative(permits);
+        Args.permitsNotNegative(permits);
         Blocking.join(permitsOp("set", permits));
     }
 
     @Override
     public boolean trySetPermits(int permits) {
-        requireNonNegative(permits);
+        Args.permitsNotNegative(permits);
         return Blocking.join(permitsOp("try_set", permits)) == 1L;
-    }
-
-    @Override
-    public void addPermits(int permits) {
-        Blocking.join(addPermitsAsync(permits).toCompletableFuture());
     }
 
     @Override
     public boolean delete() {
         return Blocking.join(services.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
-                List.of(name, channel, Names.expirablePermits(name)), List.of())) == 1L;
+                List.of(name, channel, Layout.expirablePermits(name)), List.of())) == 1L;
     }
 
     @Override
     public CompletionStage<Optional<String>> tryAcquireAsync(long waitTime, long leaseTime, TimeUnit unit) {
         PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
-        return start(attempt, SemaphoreWaits.waitNanos(waitTime, unit)).result()
+        return start(attempt, Args.timeoutNanos(waitTime, unit)).result()
                 .thenApply(got -> got ? Optional.of(attempt.id) : Optional.empty());
     }
 
@@ -162,7 +134,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public CompletionStage<Boolean> updateLeaseTimeAsync(String permitId, long leaseTime, TimeUnit unit) {
-        requireId(permitId);
+        Args.permitId(permitId);
         String lease = leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit);
         return services.executor().<Long>eval(Script.EXPIRABLE_UPDATE_LEASE, CommandExecutor.Reply.INTEGER, keys,
                 List.of(permitId, lease)).thenApply(updated -> updated == 1L);
@@ -190,7 +162,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
      * called release again, as the exception told it to).
      */
     private CompletableFuture<Boolean> sendRelease(String permitId) {
-        String id = requireId(permitId);
+        String id = Args.permitId(permitId);
         CommandExecutor executor = services.executor();
         Requests requests = services.requests();
         return executor.<Long>evalUntilAnswered(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys,
@@ -199,8 +171,8 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
                         boolean unconfirmed = requests.takeUnconfirmed(name + "\u0000" + id);
                         return d.value() == 1L || d.resent() || unconfirmed;
                     }
-                    Throwable cause = CommandExecutor.unwrap(error);
-                    if (CommandExecutor.isConnectionFailure(cause)) {
+                    Throwable cause = Failures.unwrap(error);
+                    if (Failures.isConnectionFailure(cause)) {
                         requests.markUnconfirmed(name + "\u0000" + id);
                         throw new dev.baton.RedisUnavailableException("release of permit " + id + " of semaphore '" + name
                                 + "' could not be confirmed: " + cause.getMessage() + "; calling release again with "
@@ -210,31 +182,14 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
                 });
     }
 
-    private static final java.util.regex.Pattern PERMIT_ID = java.util.regex.Pattern.compile("[0-9a-fA-F]{32}");
-
-    /** Permit ids are 16 bytes shown as 32 hex characters (Redisson's format). */
-    private static String requireId(String permitId) {
-        Objects.requireNonNull(permitId, "permitId");
-        if (!PERMIT_ID.matcher(permitId).matches()) {
-            throw new IllegalArgumentException("permitId must be 32 hex characters, was '" + permitId + "'");
-        }
-        return permitId.toLowerCase(java.util.Locale.ROOT);
-    }
-
-    private static void requireNonNegative(int permits) {
-        if (permits < 0) {
-            throw new IllegalArgumentException("permits must not be negative, was " + permits);
-        }
-    }
-
     private static String leaseMs(long leaseTime, TimeUnit unit) {
-        return Long.toString(RedisLock.leaseMs(leaseTime, unit).ms());
+        return Long.toString(Args.leaseMs(leaseTime, unit));
     }
 
 
     private AcquireEngine.Acquisition start(PermitAttempt attempt, long waitNanos) {
         services.checkOpen();
-        return services.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
+        return services.engine().acquire(attempt, channel, WakeRule.BY_COUNT, waitNanos);
     }
 
     /**

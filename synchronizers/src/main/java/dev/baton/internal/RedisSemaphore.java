@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.BatonSemaphore;
 import dev.baton.SemaphorePermits;
 import dev.baton.lua.Script;
@@ -33,8 +34,8 @@ final class RedisSemaphore implements BatonSemaphore {
 
     RedisSemaphore(Services services, String name) {
         this.services = services;
-        this.name = Names.requireName(name);
-        this.channel = Names.semaphoreChannel(name);
+        this.name = Args.name(name);
+        this.channel = Layout.semaphoreChannel(name);
         this.nameOnly = List.of(name);
     }
 
@@ -50,7 +51,7 @@ final class RedisSemaphore implements BatonSemaphore {
 
     @Override
     public void acquire(int permits) throws InterruptedException {
-        SemaphoreWaits.requirePermits(permits);
+        Args.permits(permits);
         Blocking.awaitInterruptibly(() -> start(permits, -1), services.cleanupNanos());
     }
 
@@ -61,7 +62,7 @@ final class RedisSemaphore implements BatonSemaphore {
 
     @Override
     public boolean tryAcquire(int permits) {
-        SemaphoreWaits.requirePermits(permits);
+        Args.permits(permits);
         return Blocking.awaitUninterruptibly(start(permits, 0));
     }
 
@@ -72,14 +73,14 @@ final class RedisSemaphore implements BatonSemaphore {
 
     @Override
     public boolean tryAcquire(int permits, long timeout, TimeUnit unit) throws InterruptedException {
-        SemaphoreWaits.requirePermits(permits);
-        long waitNanos = SemaphoreWaits.waitNanos(timeout, unit);
+        Args.permits(permits);
+        long waitNanos = Args.timeoutNanos(timeout, unit);
         return Blocking.awaitInterruptibly(() -> start(permits, waitNanos), services.cleanupNanos());
     }
 
     @Override
     public SemaphorePermits acquirePermits(int permits) throws InterruptedException {
-        SemaphoreWaits.requirePermits(permits);
+        Args.permits(permits);
         PermitsAttempt attempt = new PermitsAttempt(permits);
         Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
         return new Permits(permits, Requests.newId());
@@ -123,10 +124,10 @@ final class RedisSemaphore implements BatonSemaphore {
     private CompletableFuture<Long> executorBound(CompletableFuture<Long> landed) {
         return landed.orTimeout(services.commandTimeout().toNanos(), TimeUnit.NANOSECONDS)
                 .exceptionallyCompose(e -> CompletableFuture.failedFuture(
-                        CommandExecutor.unwrap(e) instanceof java.util.concurrent.TimeoutException
+                        Failures.unwrap(e) instanceof java.util.concurrent.TimeoutException
                                 ? new dev.baton.RedisUnavailableException("the release of semaphore '" + name
                                 + "' is still not confirmed; Baton keeps sending it in the background", null)
-                                : CommandExecutor.unwrap(e)));
+                                : Failures.unwrap(e)));
     }
 
     @Override
@@ -135,50 +136,20 @@ final class RedisSemaphore implements BatonSemaphore {
     }
 
     @Override
-    public void release(int permits) {
-        Blocking.join(releaseAsync(permits).toCompletableFuture());
-    }
-
-    @Override
-    public int availablePermits() {
-        return Blocking.join(availablePermitsAsync().toCompletableFuture());
-    }
-
-    @Override
-    public boolean trySetPermits(int permits) {
-        return Blocking.join(trySetPermitsAsync(permits).toCompletableFuture());
-    }
-
-    @Override
-    public void addPermits(int permits) {
-        Blocking.join(addPermitsAsync(permits).toCompletableFuture());
-    }
-
-    @Override
-    public int drainPermits() {
-        return Blocking.join(drainPermitsAsync().toCompletableFuture());
-    }
-
-    @Override
-    public boolean delete() {
-        return Blocking.join(deleteAsync().toCompletableFuture());
-    }
-
-    @Override
     public CompletionStage<Void> acquireAsync(int permits) {
-        SemaphoreWaits.requirePermits(permits);
+        Args.permits(permits);
         return start(permits, -1).untilGranted();
     }
 
     @Override
     public CompletionStage<Boolean> tryAcquireAsync(int permits, long timeout, TimeUnit unit) {
-        SemaphoreWaits.requirePermits(permits);
-        return start(permits, SemaphoreWaits.waitNanos(timeout, unit)).result();
+        Args.permits(permits);
+        return start(permits, Args.timeoutNanos(timeout, unit)).result();
     }
 
     @Override
     public CompletionStage<Void> releaseAsync(int permits) {
-        SemaphoreWaits.requirePermits(permits);
+        Args.permits(permits);
         return add(permits, Requests.newId(), "release of " + permitsWord(permits) + " of semaphore '" + name + "'")
                 .foreground().thenApply(count -> null);
     }
@@ -191,9 +162,7 @@ final class RedisSemaphore implements BatonSemaphore {
 
     @Override
     public CompletionStage<Boolean> trySetPermitsAsync(int permits) {
-        if (permits < 0) {
-            throw new IllegalArgumentException("permits must not be negative, was " + permits);
-        }
+        Args.permitsNotNegative(permits);
         CommandExecutor executor = services.executor();
         return executor.<Long>evalUntilAnswered(Script.SEMAPHORE_TRY_SET, CommandExecutor.Reply.INTEGER,
                         List.of(name, channel, Requests.key(name, Requests.newId())),
@@ -219,7 +188,7 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public CompletionStage<Boolean> deleteAsync() {
         return services.executor().<Long>eval(Script.SEMAPHORE_DELETE, CommandExecutor.Reply.INTEGER,
-                List.of(name, channel, Names.expirablePermits(name)), List.of()).thenApply(deleted -> deleted == 1L);
+                List.of(name, channel, Layout.expirablePermits(name)), List.of()).thenApply(deleted -> deleted == 1L);
     }
 
     /** Adds permits (a release, addPermits, a late grant given back) as one exactly-once request. */
@@ -238,7 +207,7 @@ final class RedisSemaphore implements BatonSemaphore {
 
     private AcquireEngine.Acquisition start(PermitsAttempt attempt, long waitNanos) {
         services.checkOpen();
-        return services.engine().acquire(attempt, channel, SemaphoreWaits.WAKE_BY_COUNT, waitNanos);
+        return services.engine().acquire(attempt, channel, WakeRule.BY_COUNT, waitNanos);
     }
 
     /** One acquisition's attempts to take its permits; each attempt is a request of its own. */

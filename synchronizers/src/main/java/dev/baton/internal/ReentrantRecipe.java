@@ -1,10 +1,10 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.ToIntFunction;
 
 /**
  * The reentrant (non-fair) lock: Redisson's RLock layout; a release publishes "0" and wakes one
@@ -20,7 +20,7 @@ final class ReentrantRecipe implements LockRecipe {
 
     ReentrantRecipe(CommandExecutor executor, String name) {
         this.executor = executor;
-        this.channel = Names.lockChannel(name);
+        this.channel = Layout.lockChannel(name);
         this.keys = List.of(name);
         this.releaseKeys = List.of(name, channel);
     }
@@ -36,15 +36,15 @@ final class ReentrantRecipe implements LockRecipe {
     }
 
     @Override
-    public ToIntFunction<String> wakeRule() {
-        return PubSubService.WAKE_ONE;
+    public WakeRule wakeRule() {
+        return WakeRule.ONE;
     }
 
     @Override
     public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
         return executor.<List<Object>>eval(Script.LOCK_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
                         List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore)))
-                .thenApply(reply -> new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1)));
+                .thenApply(Grant::of);
     }
 
     @Override

@@ -129,7 +129,7 @@ final class RenewalRegistry implements AutoCloseable {
                 if (silentMs >= watchdogMs) {
                     lost(lease, "the watchdog could not renew it for " + silentMs + " ms (longer than the "
                             + watchdogMs + " ms lease), so Redis has let it expire; last error: "
-                            + CommandExecutor.unwrap(error).getMessage());
+                            + Failures.unwrap(error).getMessage());
                 }
             }
             return;

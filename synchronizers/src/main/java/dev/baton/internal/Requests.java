@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.baton.RedisUnavailableException;
@@ -100,7 +101,7 @@ final class Requests {
 
     /** The key that remembers request {@code id} on synchronizer {@code name}. */
     static String key(String name, String id) {
-        return Names.request(name, id);
+        return Layout.request(name, id);
     }
 
     /** How long a request key lives, in ms, as the script argument. */
@@ -165,8 +166,8 @@ final class Requests {
                 landed.complete(delivered.value());
                 return;
             }
-            Throwable cause = CommandExecutor.unwrap(error);
-            if (!CommandExecutor.isConnectionFailure(cause)) {
+            Throwable cause = Failures.unwrap(error);
+            if (!Failures.isConnectionFailure(cause)) {
                 foreground.completeExceptionally(cause);
                 landed.completeExceptionally(cause);
                 return;
@@ -186,7 +187,7 @@ final class Requests {
                     log.info("{} confirmed after {}", what, Durations.readableNanos(scheduler.nanoTime() - started));
                     landed.complete(late.value());
                 } else {
-                    Throwable last = CommandExecutor.unwrap(lateError);
+                    Throwable last = Failures.unwrap(lateError);
                     if (last instanceof IllegalStateException) {
                         log.error("{} was not confirmed before this client was closed; if Redis never ran it, it is lost",
                                 what);

@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.ArrayList;
@@ -53,7 +54,7 @@ final class ScriptRenewer implements RenewalRegistry.Renewer {
         for (Lease lease : leases) {
             keys.add(lease.key);
             if (withPrefixes) {
-                keys.add(Names.readHoldPrefix(lease.key, lease.owner));
+                keys.add(Layout.readHoldPrefix(lease.key, lease.owner));
             }
             args.add(lease.owner);
         }

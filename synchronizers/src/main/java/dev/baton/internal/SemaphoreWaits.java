@@ -3,38 +3,13 @@ package dev.baton.internal;
 import dev.baton.SynchronizerDeletedException;
 
 import java.util.concurrent.TimeUnit;
-import java.util.function.ToIntFunction;
 
-/** What both semaphores share: argument checks, the wake rule, and telling deletion apart. */
+/** What both semaphores share: the re-check bound and telling deletion apart. */
 final class SemaphoreWaits {
     /** Re-check bound for a waiter whose wake-up message was lost. */
     static final long RECHECK_MS = TimeUnit.SECONDS.toMillis(5);
 
-    /**
-     * A message carries the new count: wake up to that many waiters (they can all be served).
-     * A count of zero or less (a deletion, a drain) wakes everybody to re-check.
-     */
-    static final ToIntFunction<String> WAKE_BY_COUNT = message -> {
-        try {
-            long count = Long.parseLong(message.trim());
-            return count <= 0 ? Integer.MAX_VALUE : (int) Math.min(Integer.MAX_VALUE, count);
-        } catch (NumberFormatException e) {
-            return Integer.MAX_VALUE;
-        }
-    };
-
     private SemaphoreWaits() {
-    }
-
-    static int requirePermits(int permits) {
-        if (permits < 1) {
-            throw new IllegalArgumentException("permits must be at least 1, was " + permits);
-        }
-        return permits;
-    }
-
-    static long waitNanos(long timeout, TimeUnit unit) {
-        return Blocking.waitNanos(timeout, unit, "timeout");
     }
 
     /**

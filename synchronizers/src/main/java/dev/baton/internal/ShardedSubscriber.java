@@ -179,7 +179,7 @@ final class ShardedSubscriber implements PubSubService.Subscriber {
         return connection(node)
                 .thenCompose(c -> c.async().ssubscribe(channel).toCompletableFuture())
                 .exceptionallyCompose(e -> {
-                    Matcher moved = MOVED.matcher(String.valueOf(CommandExecutor.unwrap(e).getMessage()));
+                    Matcher moved = MOVED.matcher(String.valueOf(Failures.unwrap(e).getMessage()));
                     if (!moved.find() || hops >= MAX_HOPS) {
                         return CompletableFuture.failedFuture(e);
                     }

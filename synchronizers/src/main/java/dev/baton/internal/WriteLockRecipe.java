@@ -1,10 +1,10 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.ToIntFunction;
 
 /**
  * The write side of the read-write lock (Redisson's layout): one writer, field
@@ -24,8 +24,8 @@ final class WriteLockRecipe implements LockRecipe {
     WriteLockRecipe(CommandExecutor executor, String name) {
         this.executor = executor;
         this.name = name;
-        this.channel = Names.rwlockChannel(name);
-        this.keys = List.of(name, Names.writerMark(name));
+        this.channel = Layout.rwlockChannel(name);
+        this.keys = List.of(name, Layout.writerMark(name));
     }
 
     @Override
@@ -39,8 +39,8 @@ final class WriteLockRecipe implements LockRecipe {
     }
 
     @Override
-    public ToIntFunction<String> wakeRule() {
-        return PubSubService.WAKE_ALL;
+    public WakeRule wakeRule() {
+        return WakeRule.ALL;
     }
 
     @Override
@@ -55,7 +55,7 @@ final class WriteLockRecipe implements LockRecipe {
                                 + " holds the read lock and asks for the write lock; an upgrade can never succeed "
                                 + "while it reads (release the read holds first)");
                     }
-                    return new Grant((Long) reply.get(0) == 1L, (Long) reply.get(1));
+                    return Grant.of(reply);
                 });
     }
 

@@ -45,7 +45,7 @@ class PubSubServiceTest {
     void aTaggedMessageRingsOnlyTheWaiterItNamesAmongAThousand() throws Exception {
         List<PubSubService.Subscription> subs = new ArrayList<>();
         for (int i = 0; i < 1000; i++) {
-            subs.add(pubSub.subscribe("queue", PubSubService.WAKE_TAGGED, "owner-" + i));
+            subs.add(pubSub.subscribe("queue", WakeRule.TAGGED, "owner-" + i));
         }
         subs.get(0).ready().get(10, TimeUnit.SECONDS);
         List<CompletableFuture<Void>> bells = subs.stream().map(s -> s.waiter().park()).toList();
@@ -69,7 +69,7 @@ class PubSubServiceTest {
     void aWakeOneMessageRingsTheOldestWaiterWithoutARingPendingAndALeaverPassesItsRingOn() throws Exception {
         List<PubSubService.Subscription> subs = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            subs.add(pubSub.subscribe("plain", PubSubService.WAKE_ONE));
+            subs.add(pubSub.subscribe("plain", WakeRule.ONE));
         }
         subs.get(0).ready().get(10, TimeUnit.SECONDS);
         List<CompletableFuture<Void>> bells = subs.stream().map(s -> s.waiter().park()).toList();

@@ -1,6 +1,7 @@
 package dev.baton.internal;
 
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -17,6 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The renewal registry driven by a fake clock and a fake Redis: no sleeping, no server. */
+// Needs no Redis: tagged so `mvn test -Dgroups=no-redis` runs it (and its like) in seconds.
+@Tag("no-redis")
 class RenewalRegistryTest {
     private static final long WATCHDOG_MS = 30_000;
 
@@ -46,7 +49,7 @@ class RenewalRegistryTest {
 
     private Lease held(String key) {
         heldInRedis.add(key);
-        Lease lease = new Lease(key, "client:1", 1, WATCHDOG_MS, true, scheduler.nanoTime());
+        Lease lease = new Lease(key, "client:1", LockRecipe.Renewal.HASH_FIELD, 1, WATCHDOG_MS, true, scheduler.nanoTime());
         registry.register(lease);
         return lease;
     }

@@ -1,0 +1,95 @@
+package dev.baton.internal;
+
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+/**
+ * Every check of a caller's argument, in one place, so that the same mistake gets the same
+ * message from every synchronizer: each names the argument, what it must be and what it was, and
+ * is thrown before any command reaches Redis.
+ */
+final class Args {
+    private Args() {
+    }
+
+    /** The longest lease accepted: 10 years. Redis refuses expiries it cannot represent. */
+    static final long MAX_LEASE_MS = TimeUnit.DAYS.toMillis(3_650);
+
+    private static final Pattern PERMIT_ID = Pattern.compile("[0-9a-fA-F]{32}");
+
+    /** A synchronizer's name: not null, not blank. */
+    static String name(String name) {
+        Objects.requireNonNull(name, "name");
+        if (name.isBlank()) {
+            throw new IllegalArgumentException("name must not be blank");
+        }
+        return name;
+    }
+
+    /** A lock's wait time ({@code waitTime}): not negative; in nanoseconds. */
+    static long waitNanos(long waitTime, TimeUnit unit) {
+        return notNegativeNanos(waitTime, unit, "waitTime");
+    }
+
+    /** A semaphore's or latch's wait ({@code timeout}): not negative; in nanoseconds. */
+    static long timeoutNanos(long timeout, TimeUnit unit) {
+        return notNegativeNanos(timeout, unit, "timeout");
+    }
+
+    private static long notNegativeNanos(long value, TimeUnit unit, String argName) {
+        Objects.requireNonNull(unit, "unit");
+        if (value < 0) {
+            throw new IllegalArgumentException(argName + " must not be negative, was " + value + " " + unit);
+        }
+        return unit.toNanos(value);
+    }
+
+    /** A fixed lease ({@code leaseTime}): positive, at most {@link #MAX_LEASE_MS}; in ms, at least 1. */
+    static long leaseMs(long leaseTime, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        if (leaseTime <= 0) {
+            throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime + " " + unit
+                    + " (omit it for a watchdog-renewed lock)");
+        }
+        long ms = unit.toMillis(leaseTime);
+        if (ms > MAX_LEASE_MS) {
+            throw new IllegalArgumentException("leaseTime must be at most 3650 days, was " + leaseTime + " " + unit);
+        }
+        return Math.max(1, ms);
+    }
+
+    /** Permits to take or give back: at least 1. */
+    static int permits(int permits) {
+        if (permits < 1) {
+            throw new IllegalArgumentException("permits must be at least 1, was " + permits);
+        }
+        return permits;
+    }
+
+    /** Permits to set or add: not negative. */
+    static int permitsNotNegative(int permits) {
+        if (permits < 0) {
+            throw new IllegalArgumentException("permits must not be negative, was " + permits);
+        }
+        return permits;
+    }
+
+    /** A latch's count: at least 1. */
+    static long count(long count) {
+        if (count < 1) {
+            throw new IllegalArgumentException("count must be at least 1, was " + count);
+        }
+        return count;
+    }
+
+    /** A permit id: 16 bytes as 32 hex characters (Redisson's format); lower-cased. */
+    static String permitId(String permitId) {
+        Objects.requireNonNull(permitId, "permitId");
+        if (!PERMIT_ID.matcher(permitId).matches()) {
+            throw new IllegalArgumentException("permitId must be 32 hex characters, was '" + permitId + "'");
+        }
+        return permitId.toLowerCase(Locale.ROOT);
+    }
+}

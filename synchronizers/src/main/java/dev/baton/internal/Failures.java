@@ -1,0 +1,97 @@
+package dev.baton.internal;
+
+import dev.baton.BatonException;
+import dev.baton.RedisUnavailableException;
+import dev.baton.WrongTypeException;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisException;
+
+import java.io.IOException;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What a failure means, in one place: every Lettuce or I/O failure becomes one of Baton's
+ * exceptions here ({@link #translate}), and the rest of the runtime asks only these questions of
+ * a failure: is it about reaching Redis (worth another try while a budget lasts), did the command
+ * certainly not run, how long to pause before the next try.
+ */
+final class Failures {
+    private Failures() {
+    }
+
+    /** Error replies that mean "not now" (a cluster healing, a replica loading, a busy script). */
+    private static final java.util.regex.Pattern TEMPORARY =
+            java.util.regex.Pattern.compile("^(CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN|BUSY)\\b");
+
+    /** The error-reply prefix with which a script refuses an argument. */
+    static final String ARGUMENT_REFUSED = "BATON_ARG";
+
+    /** Whether an error reply says the command did not run because the server cannot serve it now. */
+    static boolean isNotRun(Throwable error) {
+        Throwable e = unwrap(error);
+        return e instanceof RedisCommandExecutionException && TEMPORARY.matcher(String.valueOf(e.getMessage())).find();
+    }
+
+    /** The pause before the next copy after {@code failures} failed ones: 20 ms doubling, at most 250 ms. */
+    static long backoffNanos(int failures) {
+        long ms = Math.min(250, 20L << Math.min(failures, 4));
+        return TimeUnit.MILLISECONDS.toNanos(ms);
+    }
+
+    /**
+     * Whether a failure is about reaching Redis (connection reset or refused, reconnecting, no
+     * answer in time, a cluster or replica not ready): worth another copy while time allows.
+     * Too few replica acknowledgements is not: Redis answered, the change was made on the
+     * master, and the caller decides (ReplicaSyncException).
+     */
+    static boolean isConnectionFailure(Throwable e) {
+        Throwable cause = unwrap(e);
+        return cause instanceof RedisUnavailableException && !(cause instanceof dev.baton.ReplicaSyncException);
+    }
+
+    static Throwable unwrap(Throwable e) {
+        while (e instanceof CompletionException && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    /** Maps a Lettuce or I/O failure into Baton's exception tree; Baton's own pass through. */
+    static RuntimeException translate(Throwable error, String what, String key) {
+        Throwable e = unwrap(error);
+        if (e instanceof BatonException be) {
+            return be;
+        }
+        if (e instanceof RedisCommandExecutionException ree) {
+            String message = String.valueOf(ree.getMessage());
+            int refusal = message.indexOf(ARGUMENT_REFUSED);
+            if (refusal >= 0) {
+                // A script refused an argument it can only judge against Redis state (overflow).
+                return new IllegalArgumentException(message.substring(refusal + ARGUMENT_REFUSED.length()).trim(), ree);
+            }
+            if (TEMPORARY.matcher(message).find()) {
+                return new RedisUnavailableException("Redis cannot serve " + what + " right now: " + message, ree);
+            }
+            if (message.contains("WRONGTYPE")) {
+                return new WrongTypeException(key, "Redis key '" + key + "' holds a value of another type than "
+                        + "this synchronizer uses; Baton leaves it untouched (" + what + ": " + message + ")", ree);
+            }
+            return new BatonException("Redis refused " + what + ": " + message, ree);
+        }
+        if (e instanceof RedisCommandTimeoutException || e instanceof RedisConnectionException
+                || e instanceof IOException
+                || (e instanceof RedisException && e.getCause() instanceof IOException)) {
+            return new RedisUnavailableException("Redis is unreachable, " + what + " failed: " + e.getMessage(), e);
+        }
+        if (e instanceof RedisException re) {
+            return new RedisUnavailableException("Redis connection failed during " + what + ": " + re.getMessage(), re);
+        }
+        if (e instanceof RuntimeException re) {
+            return re;
+        }
+        return new BatonException(what + " failed: " + e, e);
+    }
+}
