@@ -1,5 +1,6 @@
 package dev.baton.jmh;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -11,6 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The verdicts in docs/benchmarks.md come from {@link ReportTable}: a goal is "met" only when the
  * run's own numbers meet it, and a scenario that did not run says so instead of passing.
  */
+// Needs no Redis: tagged so `mvn test -Dgroups=no-redis` runs it (and its like) in seconds.
+@Tag("no-redis")
 class ReportTableTest {
     private static final String DISTINCT = "LockBenchmark.distinctLocks8Threads";
     private static final String CONTENDED = "ContendedLockBenchmark.lockUnlock";
