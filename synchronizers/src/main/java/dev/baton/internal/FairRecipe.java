@@ -94,6 +94,18 @@ final class FairRecipe implements LockRecipe {
                 return handedOver;
             }
 
+            /**
+             * The undo (a release with one hold) passes on a lock handed to this waiter and takes
+             * it out of the queue; its next attempt queues it again with a new ticket. Until then
+             * no ticket is valid, so a hand-off message for the old one, however late it arrives,
+             * is not taken as a grant (the nemesis soak found a holder that had been handed the
+             * lock, undone it after a lost reply, and then believed the message).
+             */
+            @Override
+            public void abandoned() {
+                ticket = 0;
+                handedOver = false;
+            }
 
             /** Confirms a handed-off grant, extending it from the claim timeout to the owner's lease. */
             @Override

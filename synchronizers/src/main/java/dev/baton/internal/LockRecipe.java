@@ -110,6 +110,13 @@ interface LockRecipe {
         default void claimed(Lease lease) {
         }
 
+        /**
+         * An attempt got no reply and is being undone: the undo gives back whatever the attempt
+         * and the waiting got, a lock handed over meanwhile included, so nothing seen so far may
+         * count as a grant any more.
+         */
+        default void abandoned() {
+        }
     }
 
     /** A waiting acquisition that keeps nothing. */

@@ -274,6 +274,7 @@ class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
+            waiting.abandoned();
             // Undo the acquire if it ran: a release that expects one hold more than we had.
             return recipe.release(owner, heldBefore + 1, lease.ms(), true)
                     .whenComplete((r, e) -> log.debug("undo of an unanswered acquire of '{}' by {}: {}", name, owner,
