@@ -348,10 +348,11 @@ class NemesisSoakTest {
             case KILL_RESTART_EMPTY -> {
                 rec.dataLost.add(System.nanoTime());
                 master.restartWithoutData();
-                // The names start again from nothing: give them back their permits and count.
-                b1.semaphore(sem).trySetPermits(PERMITS);
-                b1.permitExpirableSemaphore(xsem).trySetPermits(X_PERMITS);
-                b1.countDownLatch(latch).trySetCount(LATCH_COUNT);
+                // The names start again from nothing: give them back their permits and count
+                // (Redis may not serve writes yet: a restarted server loading, or a replica).
+                untilServed(() -> b1.semaphore(sem).trySetPermits(PERMITS));
+                untilServed(() -> b1.permitExpirableSemaphore(xsem).trySetPermits(X_PERMITS));
+                untilServed(() -> b1.countDownLatch(latch).trySetCount(LATCH_COUNT));
             }
             case CLIENT_KILL_NORMAL -> clientKill(master, "normal");
             case CLIENT_KILL_PUBSUB -> clientKill(master, "pubsub");
@@ -388,6 +389,22 @@ class NemesisSoakTest {
     }
 
     // ---- the workers' steps -------------------------------------------------------------
+
+    /** Runs a setup call until Redis serves it: at most 20 s, every failure a documented RedisUnavailableException. */
+    private static void untilServed(Runnable call) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            try {
+                call.run();
+                return;
+            } catch (RedisUnavailableException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(100); // a pause between tries of a setup call, not synchronization
+            }
+        }
+    }
 
     private static void hold() {
         try {

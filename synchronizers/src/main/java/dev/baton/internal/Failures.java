@@ -22,9 +22,15 @@ final class Failures {
     private Failures() {
     }
 
-    /** Error replies that mean "not now" (a cluster healing, a replica loading, a busy script). */
+    /**
+     * Error replies that mean "not now, and nothing ran": a cluster healing, a replica loading, a
+     * busy script, or a server that is a replica now (READONLY: after a failover the connection
+     * can be on the demoted master until Sentinel's reconfiguration drops it and the client
+     * reconnects to the new one; a script stops at its first write there, and every write Baton
+     * makes is a script, so nothing was changed).
+     */
     private static final java.util.regex.Pattern TEMPORARY =
-            java.util.regex.Pattern.compile("^(CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN|BUSY)\\b");
+            java.util.regex.Pattern.compile("^(CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN|BUSY|READONLY)\\b");
 
     /** The error-reply prefix with which a script refuses an argument. */
     static final String ARGUMENT_REFUSED = "BATON_ARG";

@@ -23,7 +23,8 @@ public final class RedisServer implements AutoCloseable {
 
     private final RedisBinary binary;
     private final boolean sentinel;
-    private final List<String> extraConfig;
+    /** Config lines it starts with; the {@code replicaof} line follows the role it last had (see {@link #restart()}). */
+    private volatile List<String> extraConfig;
     private final Path dir;
     private final int port;
     private Process process;
@@ -280,6 +281,7 @@ public final class RedisServer implements AutoCloseable {
      * was started with {@code appendonly yes} (then it reloads its AOF).
      */
     public synchronized void restart() {
+        keepRole();
         kill();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (true) {
@@ -301,6 +303,7 @@ public final class RedisServer implements AutoCloseable {
      * files (AOF and RDB): a crash that loses the data even with {@code appendonly yes}.
      */
     public synchronized void restartWithoutData() {
+        keepRole();
         kill();
         try (var files = Files.list(dir)) {
             for (Path file : files.toList()) {
@@ -320,6 +323,37 @@ public final class RedisServer implements AutoCloseable {
             throw new UncheckedIOException("cannot delete the data files in " + dir, e);
         }
         restart();
+    }
+
+    /**
+     * Makes the next start keep the role the server has now, as a server whose config file
+     * Sentinel rewrote would: a replica that Sentinel promoted comes back as a master, not as a
+     * replica of the master it replaced (which then fails every write with READONLY). A server
+     * that does not answer keeps the role it was started with.
+     */
+    private void keepRole() {
+        if (sentinel || process == null || !process.isAlive()) {
+            return;
+        }
+        Object role;
+        try (RespClient client = new RespClient(HOST, port, 500)) {
+            role = client.call("ROLE");
+        } catch (RuntimeException e) {
+            return;
+        }
+        if (!(role instanceof List<?> reply) || reply.isEmpty()) {
+            return;
+        }
+        List<String> lines = new ArrayList<>();
+        for (String line : extraConfig) {
+            if (!line.trim().toLowerCase(java.util.Locale.ROOT).startsWith("replicaof ")) {
+                lines.add(line);
+            }
+        }
+        if ("slave".equals(reply.get(0)) && reply.size() > 2) {
+            lines.add("replicaof " + reply.get(1) + " " + reply.get(2));
+        }
+        extraConfig = List.copyOf(lines);
     }
 
     private void signal(String name) {

@@ -1,0 +1,45 @@
+package dev.baton.internal;
+
+import dev.baton.BatonException;
+import dev.baton.RedisUnavailableException;
+import dev.baton.WrongTypeException;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisReadOnlyException;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.util.concurrent.CompletionException;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** What each error reply means to Baton. */
+@Tag("no-redis")
+class FailuresTest {
+
+    @Test
+    void aReplicaRefusingAWriteIsNotNowAndNothingRan() {
+        // Found by the 30-minute nemesis soak: after a failover a connection can sit on a server
+        // that is a replica now; that is Redis being unavailable for writes, not a refusal.
+        RedisReadOnlyException readOnly = new RedisReadOnlyException(
+                "READONLY You can't write against a read only replica. script: 5e67, on @user_script:28.");
+        assertTrue(Failures.isNotRun(new CompletionException(readOnly)));
+        RuntimeException translated = Failures.translate(readOnly, "semaphore_try_set.lua on 'l-sem'", "l-sem");
+        assertInstanceOf(RedisUnavailableException.class, translated);
+        assertTrue(Failures.isConnectionFailure(translated), "retried inside a wait's budget");
+    }
+
+    @Test
+    void otherRepliesKeepTheirMeaning() {
+        assertFalse(Failures.isNotRun(new RedisCommandExecutionException("ERR unknown command")));
+        assertEquals(BatonException.class,
+                Failures.translate(new RedisCommandExecutionException("ERR unknown command"), "x", "k").getClass());
+        assertInstanceOf(WrongTypeException.class, Failures.translate(new RedisCommandExecutionException(
+                "WRONGTYPE Operation against a key holding the wrong kind of value"), "x", "k"));
+        assertInstanceOf(IllegalArgumentException.class, Failures.translate(new RedisCommandExecutionException(
+                "ERR user_script:3: " + Failures.ARGUMENT_REFUSED + " permits would overflow"), "x", "k"));
+        assertTrue(Failures.isNotRun(new RedisCommandExecutionException("LOADING Redis is loading the dataset in memory")));
+    }
+}
