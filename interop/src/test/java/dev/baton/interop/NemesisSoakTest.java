@@ -288,6 +288,7 @@ class NemesisSoakTest {
                     rec.dataLost.add(System.nanoTime());
                     group.crashMaster();
                     group.awaitPromotion(Duration.ofSeconds(30));
+                    rec.dataLost.add(System.nanoTime()); // the loss happened somewhere in between
                     continue;
                 }
                 Fault fault = faults.get(random.nextInt(faults.size()));
@@ -346,8 +347,11 @@ class NemesisSoakTest {
             }
             case KILL_RESTART_AOF -> master.restart();
             case KILL_RESTART_EMPTY -> {
+                // The data is lost somewhere between these two times: a call started just before
+                // the kill can still be answered by the dying server, and find its work gone after.
                 rec.dataLost.add(System.nanoTime());
                 master.restartWithoutData();
+                rec.dataLost.add(System.nanoTime());
                 // The names start again from nothing: give them back their permits and count
                 // (Redis may not serve writes yet: a restarted server loading, or a replica).
                 untilServed(() -> b1.semaphore(sem).trySetPermits(PERMITS));
@@ -741,7 +745,7 @@ class NemesisSoakTest {
             }
         }
         long lostLeases = rec.sections.stream().filter(Section::lost).count();
-        System.out.println("[soak] loses-data: " + rec.dataLost.size() + " data losses, " + overlaps.size()
+        System.out.println("[soak] loses-data: " + rec.dataLost.size() + " data-loss marks (each loss marked where it may begin and where it has ended), " + overlaps.size()
                 + " exclusivity violations, each covered by a lost lease: " + (overlaps.size() - unexplained.size())
                 + ", " + lostLeases + " leases lost (Baton reported or Redisson's unlock refused)");
         assertEquals(0, unexplained.size(), "every violation covered by a reported lease loss: " + describe(unexplained));
