@@ -3,6 +3,7 @@ package dev.baton.internal;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * What a synchronizer needs from its client's runtime, handed to it once when it is made: the
@@ -19,25 +20,16 @@ record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, S
 
     /** Whether a client is open; {@link #close()} is final. */
     static final class Lifecycle {
-        private volatile boolean closed;
+        private final AtomicBoolean closed = new AtomicBoolean();
 
         /** Marks the client closed; whether this call did it (false if it was closed already). */
         boolean close() {
-            if (closed) {
-                return false;
-            }
-            synchronized (this) {
-                if (closed) {
-                    return false;
-                }
-                closed = true;
-                return true;
-            }
+            return closed.compareAndSet(false, true);
         }
 
         /** @throws IllegalStateException if the client is closed */
         void checkOpen() {
-            if (closed) {
+            if (closed.get()) {
                 throw new IllegalStateException("this Baton client is closed");
             }
         }
