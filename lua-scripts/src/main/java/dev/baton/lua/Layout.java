@@ -4,7 +4,7 @@ package dev.baton.lua;
  * The one place that spells Redis key and channel names, for the library and for tools that
  * inspect what it left in Redis (the cli). Helper keys and channels wrap the synchronizer's name
  * in a hash tag, {@code prefix:{name}}, so that every key of one synchronizer lands in one Redis
- * Cluster slot; a name that already contains {@code '{'} is used as it is. This matches Redisson,
+ * Cluster slot; a name that already contains <code>'{'</code> is used as it is. This matches Redisson,
  * so both clients meet on the same keys and channels. docs/data-layout.md lists them all, with
  * their fields and messages.
  */
