@@ -64,16 +64,19 @@ public final class ClientRuntime implements AutoCloseable {
 
     /** A runtime on a Lettuce client made from {@code options}, which it shuts down on close. */
     public static ClientRuntime open(BatonOptions options) {
+        LettuceVersion.check();
         return new ClientRuntime(options, LettuceConnections.open(options));
     }
 
     /** A runtime on the application's standalone or Sentinel client, never shut down here. */
     public static ClientRuntime open(RedisClient client, BatonOptions options) {
+        LettuceVersion.check();
         return new ClientRuntime(options, LettuceConnections.open(client, options));
     }
 
     /** A runtime on the application's cluster client, never shut down here. */
     public static ClientRuntime open(RedisClusterClient client, BatonOptions options) {
+        LettuceVersion.check();
         return new ClientRuntime(options, LettuceConnections.open(client, options));
     }
 
