@@ -1,5 +1,6 @@
 package dev.baton;
 
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -43,6 +44,26 @@ public interface BatonPermitExpirableSemaphore {
      * {@code leaseTime} means the permit never expires.
      */
     Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Takes {@code permits} permits at once (all or none), each with its own id and the same
+     * lease, waiting as long as it takes; returns their ids. A negative {@code leaseTime} means
+     * the permits never expire. Ends only when acquired, interrupted (nothing taken), or with
+     * {@link RedisUnavailableException} as {@link #acquire()} does.
+     *
+     * @throws IllegalArgumentException if {@code permits <= 0} or {@code leaseTime == 0}
+     */
+    List<String> acquire(int permits, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Takes {@code permits} permits at once (all or none), waiting at most {@code waitTime};
+     * returns their ids, or an empty list when the wait time passed without enough permits. A
+     * negative {@code leaseTime} means the permits never expire. Each id is released on its own
+     * ({@link #release(String)}).
+     *
+     * @throws IllegalArgumentException if {@code permits <= 0} or {@code leaseTime == 0}
+     */
+    List<String> tryAcquire(int permits, long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
     /**
      * Takes a permit with a lease and returns a handle that releases it on close.
@@ -101,6 +122,9 @@ public interface BatonPermitExpirableSemaphore {
 
     /** Asynchronous {@link #release(String)}. */
     CompletionStage<Void> releaseAsync(String permitId);
+
+    /** Asynchronous {@link #tryAcquire(int, long, long, TimeUnit)}. */
+    CompletionStage<List<String>> tryAcquireAsync(int permits, long waitTime, long leaseTime, TimeUnit unit);
 
     /** Asynchronous {@link #tryRelease(String)}. */
     CompletionStage<Boolean> tryReleaseAsync(String permitId);

@@ -175,4 +175,22 @@ class SemaphoreScriptsTest {
         assertEquals(1L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID2));
         assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "available", "0", "2147483647"));
     }
+
+    @Test
+    void severalExpirablePermitsAreTakenAllOrNoneAndReleasedInOneCall() {
+        String id3 = "0123456789abcdef0123456789abcdef";
+        assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "2", "2147483647"));
+        @SuppressWarnings("unchecked")
+        List<Long> refused = (List<Long>) run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, ID2, id3, "-1");
+        assertEquals(List.of(0L, -1L, 1L), refused, "three of two: refused, nothing taken");
+        assertEquals("2", redis.command("GET", "pes"));
+        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, ID2, "60000"));
+        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, ID2, "60000"), "re-sent: the same two");
+        assertEquals("0", redis.command("GET", "pes"));
+        assertEquals(2L, redis.command("ZCARD", "{pes}:timeout"));
+        assertEquals(2L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID1, ID2, id3), "two of the three ids were held");
+        assertEquals("2", redis.command("GET", "pes"));
+        assertEquals(0L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID1, ID2), "a re-sent release changes nothing");
+        assertEquals("2", redis.command("GET", "pes"));
+    }
 }

@@ -5,6 +5,7 @@ import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.ExpirablePermit;
 import dev.baton.lua.Script;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -55,23 +56,44 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     }
 
     private String acquireFor(String leaseMs) throws InterruptedException {
-        PermitAttempt attempt = new PermitAttempt(leaseMs);
+        PermitAttempt attempt = new PermitAttempt(1, leaseMs);
         Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
-        return attempt.id;
+        return attempt.ids.get(0);
+    }
+
+    @Override
+    public List<String> acquire(int permits, long leaseTime, TimeUnit unit) throws InterruptedException {
+        PermitAttempt attempt = new PermitAttempt(Args.permits(permits), anyLease(leaseTime, unit));
+        Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
+        return attempt.ids;
+    }
+
+    @Override
+    public List<String> tryAcquire(int permits, long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long waitNanos = Args.timeoutNanos(waitTime, unit);
+        PermitAttempt attempt = new PermitAttempt(Args.permits(permits), anyLease(leaseTime, unit));
+        return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos())
+                ? attempt.ids : List.of();
+    }
+
+    @Override
+    public CompletionStage<List<String>> tryAcquireAsync(int permits, long waitTime, long leaseTime, TimeUnit unit) {
+        PermitAttempt attempt = new PermitAttempt(Args.permits(permits), anyLease(leaseTime, unit));
+        return start(attempt, Args.timeoutNanos(waitTime, unit)).result().thenApply(got -> got ? attempt.ids : List.of());
     }
 
     @Override
     public Optional<String> tryAcquire() {
-        PermitAttempt attempt = new PermitAttempt(NO_EXPIRY);
-        return Blocking.awaitUninterruptibly(start(attempt, 0)) ? Optional.of(attempt.id) : Optional.empty();
+        PermitAttempt attempt = new PermitAttempt(1, NO_EXPIRY);
+        return Blocking.awaitUninterruptibly(start(attempt, 0)) ? Optional.of(attempt.ids.get(0)) : Optional.empty();
     }
 
     @Override
     public Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long waitNanos = Args.timeoutNanos(waitTime, unit);
-        PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
+        PermitAttempt attempt = new PermitAttempt(1, anyLease(leaseTime, unit));
         return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos())
-                ? Optional.of(attempt.id) : Optional.empty();
+                ? Optional.of(attempt.ids.get(0)) : Optional.empty();
     }
 
     @Override
@@ -111,9 +133,9 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public CompletionStage<Optional<String>> tryAcquireAsync(long waitTime, long leaseTime, TimeUnit unit) {
-        PermitAttempt attempt = new PermitAttempt(leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit));
+        PermitAttempt attempt = new PermitAttempt(1, anyLease(leaseTime, unit));
         return start(attempt, Args.timeoutNanos(waitTime, unit)).result()
-                .thenApply(got -> got ? Optional.of(attempt.id) : Optional.empty());
+                .thenApply(got -> got ? Optional.of(attempt.ids.get(0)) : Optional.empty());
     }
 
     @Override
@@ -186,6 +208,11 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         return Long.toString(Args.leaseMs(leaseTime, unit));
     }
 
+    /** A lease where a negative one means "never expires". */
+    private static String anyLease(long leaseTime, TimeUnit unit) {
+        return leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit);
+    }
+
 
     private AcquireEngine.Acquisition start(PermitAttempt attempt, long waitNanos) {
         services.checkOpen();
@@ -193,31 +220,38 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     }
 
     /**
-     * One acquisition of one permit. Each attempt picks a new id, so the undo of an attempt
-     * whose reply never came (a release of that id) can never give back a permit a later
-     * attempt took; {@link #id} is the granted one in the end.
+     * One acquisition of one or more permits, all or none. Each attempt picks new ids, so the
+     * undo of an attempt whose reply never came (a release of those ids) can never give back a
+     * permit a later attempt took; {@link #ids} are the granted ones in the end.
      */
     private final class PermitAttempt implements AcquireEngine.Attempt {
-        volatile String id;
+        volatile List<String> ids = List.of();
+        private final int permits;
         private final String leaseMs;
         private final SemaphoreWaits.DeletionWatch deletion = new SemaphoreWaits.DeletionWatch();
 
-        PermitAttempt(String leaseMs) {
+        PermitAttempt(int permits, String leaseMs) {
+            this.permits = permits;
             this.leaseMs = leaseMs;
         }
 
         @Override
         public String description() {
-            return "acquiring a permit of semaphore '" + name + "'";
+            return "acquiring " + (permits == 1 ? "a permit" : permits + " permits") + " of semaphore '" + name + "'";
         }
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             services.checkOpen();
-            String attemptId = UUID.randomUUID().toString().replace("-", "");
-            id = attemptId;
+            List<String> attemptIds = new ArrayList<>(permits);
+            for (int i = 0; i < permits; i++) {
+                attemptIds.add(UUID.randomUUID().toString().replace("-", ""));
+            }
+            ids = List.copyOf(attemptIds);
+            List<String> args = new ArrayList<>(attemptIds);
+            args.add(leaseMs);
             return services.executor().<List<Object>>eval(Script.EXPIRABLE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
-                    List.of(attemptId, leaseMs)).thenApply(reply -> {
+                    args).thenApply(reply -> {
                         if ((Long) reply.get(0) == 1L) {
                             return AcquireEngine.Outcome.GRANTED;
                         }
@@ -239,10 +273,12 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         }
 
         private CompletableFuture<?> giveBack() {
-            // A release by this attempt's own id: harmless however late it lands, so it is sent
+            // A release by this attempt's own ids: harmless however late it lands, so it is sent
             // until answered (in the background past the command timeout), never lost.
-            return services.requests().deliver(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys, List.of(id),
-                    null, id, "giving back permit " + id + " of semaphore '" + name + "'").foreground();
+            List<String> taken = ids;
+            return services.requests().deliver(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys, taken,
+                    null, taken.get(0), "giving back permit" + (taken.size() == 1 ? " " : "s ") + String.join(", ", taken)
+                            + " of semaphore '" + name + "'").foreground();
         }
     }
 
