@@ -1,5 +1,6 @@
 package dev.baton;
 
+import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -43,6 +44,13 @@ import java.util.concurrent.locks.Lock;
  *   <li><b>wrong type</b>: {@link WrongTypeException} when the name holds another kind of
  *       value.</li>
  * </ul>
+ *
+ * <h2>Asynchronous methods</h2>
+ * Each {@code *Async} method returns a {@link CompletionStage} whose
+ * {@code toCompletableFuture()} is Baton's own future, not a copy: a timed
+ * {@code get(timeout, unit)} waits on the operation itself, and {@code cancel} on an
+ * acquisition abandons the wait and leaves nothing held. Completing that future by hand is not
+ * supported. (Why stages and not {@code CompletableFuture}: docs/adr/0005.)
  *
  * <h2>Memory consistency</h2>
  * Actions before {@link #unlock()} in one process happen-before actions after a later
@@ -175,6 +183,32 @@ public interface BatonLock extends Lock {
         return Sync.await(isLockedAsync());
     }
 
+    /**
+     * How many wait for this lock now, as far as Redis can tell, for operators and tests (one
+     * read, no waiting):
+     * <ul>
+     *   <li>a <b>fair lock</b>: the owners in its queue, of every client: exact, except that a
+     *       waiter whose process died stays counted until its waiter lease
+     *       ({@link BatonOptions#fairLockWaiterTimeout()}) runs out;</li>
+     *   <li>every <b>other lock</b>: the clients waiting for it, that is the connections
+     *       subscribed to its channel (PUBSUB NUMSUB; SHARDNUMSUB on the slot's master in a
+     *       Redis 7+ cluster; the sum over every node in an older cluster). Each Baton or
+     *       Redisson client with one or more waiting owners counts once, since a client
+     *       subscribes once per lock.</li>
+     * </ul>
+     * The answer may be out of date by the time it arrives.
+     *
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    default long waiterCount() {
+        return Sync.await(waiterCountAsync());
+    }
+
+    /** Whether anyone waits for this lock now, as {@link #waiterCount()} counts. */
+    default boolean hasWaiters() {
+        return waiterCount() > 0;
+    }
+
     /** Whether the current thread holds the lock, as Redis sees it now. */
     boolean isHeldByCurrentThread();
 
@@ -183,6 +217,28 @@ public interface BatonLock extends Lock {
 
     /** How many holds the current thread has on the lock, as Redis sees it (0 if none). */
     int getHoldCount();
+
+    /**
+     * How many holds the owner with this thread id (or async owner id) of this client has on the
+     * lock, as Redis sees it (0 if none): {@link #getHoldCount()} for an asynchronous owner.
+     */
+    int getHoldCount(long ownerId);
+
+    /**
+     * Gives the current thread's hold a new fixed lease: the lock now expires {@code leaseTime}
+     * from now unless it is released or updated again. Checked against the owner in Redis, in
+     * one script call. For a hold taken with a lease time ({@link #lock(long, TimeUnit)},
+     * {@link #tryLock(long, long, TimeUnit)}, ...); a watchdog-renewed hold needs no update.
+     *
+     * @param leaseTime the new lease, positive and at most 3650 days
+     * @throws IllegalMonitorStateException if the current thread does not hold the lock
+     * @throws IllegalStateException        if the hold is renewed by the watchdog
+     * @throws LeaseLostException           if the lease had already run out or the lock was
+     *                                      deleted; reported to the {@link LeaseLostListener} too
+     * @throws RedisUnavailableException    if Redis did not confirm the update within the command
+     *                                      timeout (+ 150 ms); the old lease still applies
+     */
+    void updateLease(Duration leaseTime);
 
     /**
      * The lock's remaining time to live in milliseconds: -2 if it is not held, -1 if it is held
@@ -223,6 +279,15 @@ public interface BatonLock extends Lock {
      * the next.
      */
     CompletionStage<Void> unlockAsync(long ownerId);
+
+    /**
+     * {@link #updateLease(Duration)} for {@code ownerId}; completes exceptionally as
+     * that method throws.
+     */
+    CompletionStage<Void> updateLeaseAsync(Duration leaseTime, long ownerId);
+
+    /** Asynchronous {@link #waiterCount()}. */
+    CompletionStage<Long> waiterCountAsync();
 
     /** Asynchronous {@link #forceUnlock()}. */
     CompletionStage<Boolean> forceUnlockAsync();

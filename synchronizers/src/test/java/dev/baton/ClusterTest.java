@@ -126,6 +126,41 @@ class ClusterTest {
     }
 
     @Test
+    void waiterCountsAreReadWhereTheWaitersSubscribed() throws Exception {
+        for (int master = 0; master < 3; master++) {
+            String name = nameOn(master, "counted");
+            BatonLock lock = a.lock(name);
+            lock.lock();
+            assertEquals(0, lock.waiterCount(), "nobody waits yet on master " + master);
+            Future<Boolean> waiter = threads.submit(() -> {
+                BatonLock theirs = b.lock(name);
+                boolean got = theirs.tryLock(15, TimeUnit.SECONDS);
+                theirs.unlock();
+                return got;
+            });
+            int m = master;
+            dev.baton.testkit.Await.until(Bounds.WAKE, () -> "client b counted as a waiter on master " + m,
+                    () -> lock.waiterCount() == 1);
+            lock.unlock();
+            assertTrue(waiter.get(15, TimeUnit.SECONDS));
+
+            String fair = nameOn(master, "fair-counted");
+            BatonLock fairLock = a.fairLock(fair);
+            fairLock.lock();
+            Future<Boolean> queued = threads.submit(() -> {
+                BatonLock theirs = b.fairLock(fair);
+                boolean got = theirs.tryLock(15, TimeUnit.SECONDS);
+                theirs.unlock();
+                return got;
+            });
+            dev.baton.testkit.Await.until(Duration.ofSeconds(5), () -> "one queued fair waiter on master " + m,
+                    () -> fairLock.waiterCount() == 1);
+            fairLock.unlock();
+            assertTrue(queued.get(15, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
     void noLostUpdateOnLocksSpreadOverTheCluster() throws Exception {
         AtomicInteger overlaps = new AtomicInteger();
         long[] counters = new long[3];

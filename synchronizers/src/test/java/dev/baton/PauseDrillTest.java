@@ -91,6 +91,9 @@ class PauseDrillTest {
         expirable.trySetPermits(2);
         BatonCountDownLatch latch = baton.countDownLatch("drill-latch");
         latch.trySetCount(3);
+        BatonLock leased = baton.lock("drill-leased");
+        leased.lockAsync(60, TimeUnit.SECONDS, 9_100).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        leased.updateLeaseAsync(Duration.ofSeconds(60), 9_100).toCompletableFuture().get(5, TimeUnit.SECONDS);
         baton.lock("drill-warm").tryLock(); // every script loaded, so no NOSCRIPT round trip later
         baton.lock("drill-warm").unlock();
 
@@ -162,6 +165,11 @@ class PauseDrillTest {
         drills.add(new Drill("expirable.tryAcquireAsync(budget)", budgeted,
                 async(() -> baton.permitExpirableSemaphore("drill-pes2").tryAcquireAsync(BUDGET.toMillis(), 10_000, TimeUnit.MILLISECONDS))));
         drills.add(new Drill("latch.awaitAsync", single, async(() -> baton.countDownLatch("drill-latch").awaitAsync())));
+        drills.add(new Drill("updateLeaseAsync", single, async(() -> leased.updateLeaseAsync(Duration.ofMinutes(2), 9_100))));
+        drills.add(new Drill("waiterCount()", single, () -> baton.lock("drill-busy").waiterCount()));
+        drills.add(new Drill("fairLock().waiterCount()", single, () -> baton.fairLock("drill-fair").waiterCount()));
+        drills.add(new Drill("expirable.tryAcquire(2 permits, budget)", budgeted,
+                () -> expirable.tryAcquire(2, BUDGET.toMillis(), 10_000, TimeUnit.MILLISECONDS)));
 
         // Load: two threads keep locking and unlocking other names through the pause.
         AtomicBoolean loading = new AtomicBoolean(true);
@@ -244,6 +252,7 @@ class PauseDrillTest {
             Await.until(Bounds.within(TIMEOUT), () -> name + " still held", () -> redis.command("EXISTS", name).equals(0L));
         }
         assertEquals(2, expirable.availablePermits(), "expirable permits taken in the pause were given back");
+        assertTrue((Long) redis.command("PTTL", "drill-leased") > 0, "the lease whose update failed still applies");
         assertEquals(0, baton.semaphore("drill-sem2").availablePermits(), "nothing taken from an empty semaphore");
         assertEquals(0, baton.permitExpirableSemaphore("drill-pes2").availablePermits());
         Thread.sleep(TIMEOUT.toMillis()); // nothing more may land later: the counts stay exact

@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -61,6 +62,18 @@ final class Args {
     }
 
     /** Permits to take or give back: at least 1. */
+    /** A new fixed lease as a Duration: the same rules as {@link #leaseMs(long, TimeUnit)}. */
+    static long leaseMs(Duration leaseTime) {
+        Objects.requireNonNull(leaseTime, "leaseTime");
+        if (leaseTime.isNegative() || leaseTime.isZero()) {
+            throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime);
+        }
+        if (leaseTime.compareTo(Duration.ofMillis(MAX_LEASE_MS)) > 0) {
+            throw new IllegalArgumentException("leaseTime must be at most 3650 days, was " + leaseTime);
+        }
+        return Math.max(1, leaseTime.toMillis());
+    }
+
     static int permits(int permits) {
         if (permits < 1) {
             throw new IllegalArgumentException("permits must be at least 1, was " + permits);

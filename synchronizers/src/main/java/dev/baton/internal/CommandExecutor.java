@@ -258,6 +258,32 @@ final class CommandExecutor {
                 });
     }
 
+    private volatile Function<String, CompletableFuture<Long>> subscriberCount;
+
+    /** Counts a channel's subscribers as {@code count} says (in a cluster: the slot owner, or every node). */
+    void countSubscribersWith(Function<String, CompletableFuture<Long>> count) {
+        this.subscriberCount = count;
+    }
+
+    /**
+     * How many connections are subscribed to {@code channel} where Baton and Redisson subscribe:
+     * PUBSUB NUMSUB outside a cluster, otherwise as the cluster's wiring counts; bounded by the
+     * command timeout.
+     */
+    CompletableFuture<Long> subscribers(String channel) {
+        Function<String, CompletableFuture<Long>> count = subscriberCount;
+        if (count == null) {
+            return read("PUBSUB NUMSUB", channel, c -> c.pubsubNumsub(channel)).thenApply(n -> n.getOrDefault(channel, 0L));
+        }
+        CompletableFuture<Long> sent;
+        try {
+            sent = count.apply(channel);
+        } catch (RuntimeException e) {
+            sent = CompletableFuture.failedFuture(e);
+        }
+        return bounded(sent, "counting the subscribers of " + channel, channel);
+    }
+
     /** Routes WAIT as {@code route} says (a cluster's slot owner). */
     void routeWait(Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
         replicas.route(route);

@@ -53,6 +53,13 @@ final class FairRecipe implements LockRecipe {
         return channel;
     }
 
+    /** The owners in the queue, of every client (a dead client's until their waiter lease ends). */
+    @Override
+    public CompletableFuture<Long> waiters(CommandExecutor executor) {
+        String queue = keys.get(1);
+        return executor.read("ZCARD", queue, c -> c.zcard(queue));
+    }
+
     @Override
     public CompletableFuture<Boolean> isLocked() {
         return executor.read("EXISTS", name, c -> c.exists(name)).thenApply(n -> n > 0);

@@ -109,6 +109,12 @@ final class Leases {
         return taken[0] == null ? null : taken[0].reason();
     }
 
+    /** Why the owner's lease on {@code key} was lost, or {@code null}, without using up the answer. */
+    String lostReason(String key, String owner) {
+        LostHolds holds = lost.getIfPresent(new Key(key, owner));
+        return holds == null ? null : holds.reason();
+    }
+
     /**
      * A release found the owner's lease gone: the unlock that found it reports it, and the
      * owner's other {@code otherHolds} holds report it on their unlocks.

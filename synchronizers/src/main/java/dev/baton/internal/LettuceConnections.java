@@ -19,6 +19,9 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
 import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.NestedMultiOutput;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.protocol.ConnectionIntent;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import io.lettuce.core.resource.ClientResources;
@@ -156,6 +159,7 @@ record LettuceConnections(StatefulConnection<String, String> commands,
             } : executor -> PubSubService.classic(pubSub);
             Consumer<CommandExecutor> wiring = executor -> {
                 executor.onUnreachable(r);
+                executor.countSubscribersWith(channel -> sharded ? shardSubscribers(c, channel) : subscribersOnEveryNode(c, channel));
                 // WAIT counts the acknowledgements of its own connection's writes: it must run on
                 // the connection the script went to, Lettuce's write connection to the slot's
                 // master, which Lettuce keys by host and port.
@@ -177,6 +181,29 @@ record LettuceConnections(StatefulConnection<String, String> commands,
             closeQuietly(connection, owned);
             throw connectFailed(e, options);
         }
+    }
+
+    /** Subscribers of a sharded channel: SHARDNUMSUB on the master that serves its slot. */
+    private static CompletableFuture<Long> shardSubscribers(StatefulRedisClusterConnection<String, String> c, String channel) {
+        RedisClusterNode owner = c.getPartitions().getMasterBySlot(SlotHash.getSlot(channel));
+        if (owner == null) {
+            return CompletableFuture.failedFuture(new RedisConnectionException("no master serves the slot of " + channel));
+        }
+        return c.getConnectionAsync(owner.getNodeId()).thenCompose(node -> node.async().dispatch(CommandType.PUBSUB,
+                new NestedMultiOutput<>(StringCodec.UTF8), new CommandArgs<>(StringCodec.UTF8).add("SHARDNUMSUB").add(channel)))
+                .thenApply(reply -> reply.size() == 2 ? ((Number) reply.get(1)).longValue() : 0L);
+    }
+
+    /** Subscribers of a classic channel in a cluster: they may be on any node, so every node is asked. */
+    private static CompletableFuture<Long> subscribersOnEveryNode(StatefulRedisClusterConnection<String, String> c, String channel) {
+        CompletableFuture<Long> total = CompletableFuture.completedFuture(0L);
+        for (RedisClusterNode node : c.getPartitions()) {
+            CompletableFuture<Long> one = c.getConnectionAsync(node.getNodeId())
+                    .thenCompose(n -> n.async().pubsubNumsub(channel))
+                    .thenApply(counts -> counts.getOrDefault(channel, 0L));
+            total = total.thenCombine(one, Long::sum);
+        }
+        return total;
     }
 
     /** Closes both connections and the slot-map refresh, and shuts down a Lettuce client Baton owns. */

@@ -48,6 +48,14 @@ interface LockRecipe {
         READ_HOLDS
     }
 
+    /**
+     * How many wait for the lock as far as Redis can tell: by default the connections
+     * subscribed to its channel (one per client with waiters).
+     */
+    default CompletableFuture<Long> waiters(CommandExecutor executor) {
+        return executor.subscribers(channel());
+    }
+
     /** The channel waiters subscribe to. */
     String channel();
 

@@ -10,6 +10,7 @@ import dev.baton.LockHold;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -144,6 +145,44 @@ class RedisLock implements BatonLock {
     }
 
     @Override
+    public int getHoldCount(long ownerId) {
+        String owner = owner(ownerId);
+        String count = Blocking.join(services.executor().read("HGET", name, c -> c.hget(name, owner)));
+        return count == null ? 0 : Integer.parseInt(count);
+    }
+
+    @Override
+    public void updateLease(Duration leaseTime) {
+        Blocking.join(updateLeaseAsync(leaseTime, Names.threadOwner()));
+    }
+
+    @Override
+    public CompletableFuture<Void> updateLeaseAsync(Duration leaseTime, long ownerId) {
+        long leaseMs = Args.leaseMs(leaseTime);
+        services.checkOpen();
+        String owner = owner(ownerId);
+        Lease lease = services.leases().get(name, owner);
+        if (lease == null) {
+            String reason = services.leases().lostReason(name, owner);
+            return CompletableFuture.failedFuture(reason != null ? leaseLost(owner, reason)
+                    : new IllegalMonitorStateException(recipe + " '" + name + "' is not held by owner " + owner));
+        }
+        if (lease.watchdog) {
+            return CompletableFuture.failedFuture(new IllegalStateException(recipe + " '" + name + "' is held by "
+                    + owner + " under the watchdog, which renews it already; updateLease is for a hold taken with a lease time"));
+        }
+        return services.renewer().update(lease, leaseMs).thenApply(held -> {
+            if (!held) {
+                String reason = "its lease expired or the lock was deleted before updateLease";
+                services.leases().lost(lease, reason);
+                throw leaseLost(owner, reason);
+            }
+            lease.leaseMs = leaseMs;
+            return null;
+        });
+    }
+
+    @Override
     public long remainTimeToLive() {
         services.checkOpen();
         return Blocking.join(services.executor().read("PTTL", name, c -> c.pttl(name)));
@@ -186,6 +225,12 @@ class RedisLock implements BatonLock {
     public CompletionStage<Boolean> forceUnlockAsync() {
         services.checkOpen();
         return recipe.forceUnlock();
+    }
+
+    @Override
+    public CompletionStage<Long> waiterCountAsync() {
+        services.checkOpen();
+        return recipe.waiters(services.executor());
     }
 
     @Override

@@ -25,6 +25,18 @@ final class ScriptRenewer implements RenewalRegistry.Renewer {
         return renew(List.of(lease), lease.leaseMs).thenApply(renewed -> renewed.get(0));
     }
 
+    /**
+     * Sets one fixed lease to {@code leaseMs} from now, if its owner still holds it (the owner's
+     * updateLease); whether it is still held. Unlike the watchdog's batches this is re-sent on
+     * connection failures within the command timeout: the owner-checked PEXPIRE is idempotent.
+     */
+    CompletableFuture<Boolean> update(Lease lease, long leaseMs) {
+        boolean read = lease.renewal == LockRecipe.Renewal.READ_HOLDS;
+        List<String> keys = read ? List.of(lease.key, Layout.readHoldPrefix(lease.key, lease.owner)) : List.of(lease.key);
+        return executor.<List<Object>>eval(read ? Script.RWLOCK_READ_RENEW : Script.LOCK_RENEW, CommandExecutor.Reply.ARRAY,
+                keys, List.of(Long.toString(leaseMs), lease.owner)).thenApply(reply -> Long.valueOf(1L).equals(reply.get(0)));
+    }
+
     @Override
     public CompletableFuture<List<Boolean>> renew(List<Lease> batch, long leaseMs) {
         List<Lease> fields = new ArrayList<>();
