@@ -1,0 +1,85 @@
+package dev.baton;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Every Java block of the guides (docs/guide/*.md) and of docs/migration-from-redisson.md is code
+ * a test compiles and runs: each block is introduced by {@code <!-- snippet: NAME -->}, and a
+ * test source of this module or of interop/ holds the same lines between
+ * {@code // snippet NAME begins} and {@code // snippet NAME ends} (indentation aside).
+ */
+@Tag("no-redis")
+class DocSnippetsTest {
+    private static final Pattern JAVA_BLOCK = Pattern.compile("(?:<!-- snippet: ([\\w-]+) -->\\n)?```java\\n(.*?)```",
+            Pattern.DOTALL);
+    private static final Pattern REGION = Pattern.compile("// snippet ([\\w-]+) begins\\n(.*?)// snippet \\1 ends",
+            Pattern.DOTALL);
+
+    private static final Path ROOT = Path.of("").toAbsolutePath().getParent();
+
+    @Test
+    void everyJavaBlockInTheGuidesIsATestedSnippet() throws IOException {
+        Map<String, String> tested = testedSnippets();
+        List<Path> docs = new ArrayList<>();
+        try (Stream<Path> guides = Files.list(ROOT.resolve("docs/guide"))) {
+            guides.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
+        }
+        docs.add(ROOT.resolve("docs/migration-from-redisson.md"));
+        assertTrue(docs.size() >= 9, "the guides and the migration guide: " + docs);
+        int blocks = 0;
+        for (Path doc : docs) {
+            Matcher block = JAVA_BLOCK.matcher(Files.readString(doc));
+            while (block.find()) {
+                blocks++;
+                String name = block.group(1);
+                String where = ROOT.relativize(doc) + " (block " + blocks + ")";
+                assertFalse(name == null, where + ": a java block without <!-- snippet: NAME --> before it");
+                assertTrue(tested.containsKey(name), where + ": no test holds snippet '" + name + "'");
+                assertEquals(tested.get(name), normalize(block.group(2)), where + ": snippet '" + name
+                        + "' differs from the tested code");
+            }
+        }
+        assertTrue(blocks >= 10, "found " + blocks + " java blocks");
+    }
+
+    private static Map<String, String> testedSnippets() throws IOException {
+        Map<String, String> snippets = new HashMap<>();
+        for (String sources : List.of("synchronizers/src/test/java", "interop/src/test/java")) {
+            try (Stream<Path> files = Files.walk(ROOT.resolve(sources))) {
+                files.filter(p -> p.toString().endsWith(".java")).forEach(p -> {
+                    try {
+                        Matcher region = REGION.matcher(Files.readString(p));
+                        while (region.find()) {
+                            String previous = snippets.put(region.group(1), normalize(region.group(2)));
+                            assertTrue(previous == null, "snippet '" + region.group(1) + "' is defined twice");
+                        }
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                });
+            }
+        }
+        return snippets;
+    }
+
+    private static String normalize(String code) {
+        return code.lines().map(String::strip).filter(l -> !l.isEmpty()).reduce("", (x, y) -> x + y + "\n");
+    }
+}
