@@ -51,7 +51,7 @@ public interface BatonPermitExpirableSemaphore {
      * the permits never expire. Ends only when acquired, interrupted (nothing taken), or with
      * {@link RedisUnavailableException} as {@link #acquire()} does.
      *
-     * @throws IllegalArgumentException if {@code permits <= 0} or {@code leaseTime == 0}
+     * @throws IllegalArgumentException if {@code permits} is not 1 to 10,000 or {@code leaseTime == 0}
      */
     List<String> acquire(int permits, long leaseTime, TimeUnit unit) throws InterruptedException;
 
@@ -61,7 +61,7 @@ public interface BatonPermitExpirableSemaphore {
      * negative {@code leaseTime} means the permits never expire. Each id is released on its own
      * ({@link #release(String)}).
      *
-     * @throws IllegalArgumentException if {@code permits <= 0} or {@code leaseTime == 0}
+     * @throws IllegalArgumentException if {@code permits} is not 1 to 10,000 or {@code leaseTime == 0}
      */
     List<String> tryAcquire(int permits, long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 

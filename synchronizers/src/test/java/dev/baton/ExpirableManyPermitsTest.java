@@ -65,5 +65,7 @@ class ExpirableManyPermitsTest extends TwoClientsTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> s.acquire(0, 1, TimeUnit.SECONDS)).getMessage().contains("permits"));
         assertThrows(IllegalArgumentException.class, () -> s.tryAcquire(-2, 0, 1, TimeUnit.SECONDS));
         assertThrows(IllegalArgumentException.class, () -> s.tryAcquire(2, 0, 0, TimeUnit.SECONDS));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> s.tryAcquire(10_001, 0, 1, TimeUnit.SECONDS))
+                .getMessage().contains("at most 10000"));
     }
 }

@@ -61,7 +61,6 @@ final class Args {
         return Math.max(1, ms);
     }
 
-    /** Permits to take or give back: at least 1. */
     /** A new fixed lease as a Duration: the same rules as {@link #leaseMs(long, TimeUnit)}. */
     static long leaseMs(Duration leaseTime) {
         Objects.requireNonNull(leaseTime, "leaseTime");
@@ -74,6 +73,20 @@ final class Args {
         return Math.max(1, leaseTime.toMillis());
     }
 
+    /** The most permits of a permit-expirable semaphore one call takes: each is an id in the command. */
+    static final int MAX_PERMITS_PER_CALL = 10_000;
+
+    /** Permits of a permit-expirable semaphore to take in one call: 1 to {@link #MAX_PERMITS_PER_CALL}. */
+    static int permitsPerCall(int permits) {
+        permits(permits);
+        if (permits > MAX_PERMITS_PER_CALL) {
+            throw new IllegalArgumentException("permits must be at most " + MAX_PERMITS_PER_CALL
+                    + " per call (each permit has its own id), was " + permits);
+        }
+        return permits;
+    }
+
+    /** Permits to take or give back: at least 1. */
     static int permits(int permits) {
         if (permits < 1) {
             throw new IllegalArgumentException("permits must be at least 1, was " + permits);

@@ -14,7 +14,7 @@ import java.util.regex.Pattern;
  */
 final class LettuceVersion {
     /** What the README's Lettuce matrix lists as tested. */
-    static final String SUPPORTED = "6.4, 6.6, 6.8 and 7.x (tested up to 7.7)";
+    static final String SUPPORTED = "6.4 to 7.x (tested: 6.4, 6.6, 6.8, 7.5, 7.7)";
 
     private static final Pattern MAJOR_MINOR = Pattern.compile("^(\\d+)\\.(\\d+)");
 
