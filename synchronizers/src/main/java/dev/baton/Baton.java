@@ -176,6 +176,13 @@ public interface Baton extends AutoCloseable {
      */
     BatonCountDownLatch countDownLatch(String name);
 
+    /**
+     * How many leases this client holds now: one per lock and owner, for locks of every kind
+     * (semaphore permits are not leases). Read from the client's own table, no round trip; for
+     * health checks and metrics.
+     */
+    int leasesHeld();
+
     /** This client's id: a random UUID, the first half of every owner id it writes. */
     String clientId();
 

@@ -35,6 +35,7 @@ public final class BatonOptions {
     private final Duration replicaSyncTimeout;
     private final ReplicaSyncFailure replicaSyncFailure;
     private final LeaseLostListener leaseLostListener;
+    private final BatonObserver observer;
 
     /** What to do when fewer replicas than required acknowledge a change in time. */
     public enum ReplicaSyncFailure {
@@ -55,6 +56,7 @@ public final class BatonOptions {
         this.replicaSyncTimeout = b.replicaSyncTimeout;
         this.replicaSyncFailure = b.replicaSyncFailure;
         this.leaseLostListener = b.leaseLostListener;
+        this.observer = b.observer;
     }
 
     /** Options for one Redis URI with every other setting at its default. */
@@ -125,6 +127,11 @@ public final class BatonOptions {
         return leaseLostListener;
     }
 
+    /** The observer told about acquisitions, releases, lost leases and renewals, or {@code null}. */
+    public BatonObserver observer() {
+        return observer;
+    }
+
     /** A builder starting from these options. */
     public Builder toBuilder() {
         Builder b = new Builder();
@@ -138,6 +145,7 @@ public final class BatonOptions {
         b.replicaSyncTimeout = replicaSyncTimeout;
         b.replicaSyncFailure = replicaSyncFailure;
         b.leaseLostListener = leaseLostListener;
+        b.observer = observer;
         return b;
     }
 
@@ -161,6 +169,7 @@ public final class BatonOptions {
         private Duration replicaSyncTimeout = Duration.ofSeconds(1);
         private ReplicaSyncFailure replicaSyncFailure = ReplicaSyncFailure.FAIL;
         private LeaseLostListener leaseLostListener;
+        private BatonObserver observer;
 
         private Builder() {
         }
@@ -241,6 +250,15 @@ public final class BatonOptions {
         /** The listener told about lost leases (none by default; losses are always logged). */
         public Builder leaseLostListener(LeaseLostListener listener) {
             this.leaseLostListener = Objects.requireNonNull(listener, "leaseLostListener");
+            return this;
+        }
+
+        /**
+         * The observer told what the synchronizers do, for metrics (none by default; see
+         * {@link BatonObserver} for the threads it is called on).
+         */
+        public Builder observer(BatonObserver observer) {
+            this.observer = Objects.requireNonNull(observer, "observer");
             return this;
         }
 

@@ -48,7 +48,8 @@ final class DefaultBaton implements Baton {
                 lockOf.add(master == null ? null : master::lock);
             }
         }
-        return ClientRuntime.redLock(name, lockOf, nodeTimeout);
+        Baton first = masters == null || masters.isEmpty() ? null : masters.get(0);
+        return ClientRuntime.redLock(name, lockOf, nodeTimeout, first == null ? null : first.options().observer());
     }
 
     /** The runtime behind a client (for tests in this module). */
@@ -89,6 +90,11 @@ final class DefaultBaton implements Baton {
     @Override
     public BatonCountDownLatch countDownLatch(String name) {
         return runtime.countDownLatch(name);
+    }
+
+    @Override
+    public int leasesHeld() {
+        return runtime.leasesHeld();
     }
 
     @Override

@@ -20,9 +20,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Every Java block of the guides (docs/guide/*.md) and of docs/migration-from-redisson.md is code
- * a test compiles and runs: each block is introduced by {@code <!-- snippet: NAME -->}, and a
- * test source of this module or of interop/ holds the same lines between
+ * Every Java block of the guides (docs/guide/*.md), of docs/migration-from-redisson.md and of the
+ * integration pages (docs/integrations/*.md) is code a test compiles and runs: each block is
+ * introduced by {@code <!-- snippet: NAME -->}, and a test source of this module, interop/ or
+ * micrometer/ holds the same lines between
  * {@code // snippet NAME begins} and {@code // snippet NAME ends} (indentation aside).
  */
 @Tag("no-redis")
@@ -42,6 +43,9 @@ class DocSnippetsTest {
             guides.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
         }
         docs.add(ROOT.resolve("docs/migration-from-redisson.md"));
+        try (Stream<Path> integrations = Files.list(ROOT.resolve("docs/integrations"))) {
+            integrations.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
+        }
         assertTrue(docs.size() >= 9, "the guides and the migration guide: " + docs);
         int blocks = 0;
         for (Path doc : docs) {
@@ -61,7 +65,7 @@ class DocSnippetsTest {
 
     private static Map<String, String> testedSnippets() throws IOException {
         Map<String, String> snippets = new HashMap<>();
-        for (String sources : List.of("synchronizers/src/test/java", "interop/src/test/java")) {
+        for (String sources : List.of("synchronizers/src/test/java", "interop/src/test/java", "micrometer/src/test/java")) {
             try (Stream<Path> files = Files.walk(ROOT.resolve(sources))) {
                 files.filter(p -> p.toString().endsWith(".java")).forEach(p -> {
                     try {

@@ -3,6 +3,7 @@ package dev.baton.internal;
 // Over 300 lines on purpose: the loop is one state machine (attempt, subscribe, park, retry,
 // finish) whose exits and clean-up rules must be read together; the essay below is its map.
 
+import dev.baton.BatonObserver;
 import dev.baton.RedisUnavailableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -97,6 +98,16 @@ final class AcquireEngine {
         default String waiterTag() {
             return null;
         }
+
+        /** What the observer hears this acquisition's end as; {@code null}: not told (a part of a composite). */
+        default BatonObserver.Kind kind() {
+            return null;
+        }
+
+        /** The synchronizer's name, for the observer. */
+        default String name() {
+            return null;
+        }
     }
 
     /**
@@ -117,10 +128,12 @@ final class AcquireEngine {
 
     private final PubSubService pubSub;
     private final Scheduler scheduler;
+    private final Observer observer;
 
-    AcquireEngine(PubSubService pubSub, Scheduler scheduler) {
+    AcquireEngine(PubSubService pubSub, Scheduler scheduler, Observer observer) {
         this.pubSub = pubSub;
         this.scheduler = scheduler;
+        this.observer = observer;
     }
 
     /**
@@ -387,11 +400,14 @@ final class AcquireEngine {
             if (s != null) {
                 addCleanup(s.close());
             }
-            if (granted && !result.complete(true)) {
+            boolean delivered = granted && result.complete(true);
+            if (granted && !delivered) {
                 // The caller cancelled the result future between our grant and now.
                 addCleanup(attempt.releaseGranted());
             }
             settled.complete(null);
+            observer.acquisitionEnded(attempt.kind(), attempt.name(), granted && !delivered
+                    ? BatonObserver.Outcome.INTERRUPTED : Observer.outcome(granted, error), scheduler.nanoTime() - started);
             // The caller hears at once; clean-up replies are awaited in the background.
             if (error != null) {
                 result.completeExceptionally(described(error));

@@ -4,6 +4,7 @@ import dev.baton.BatonCountDownLatch;
 import dev.baton.BatonFencedLock;
 import dev.baton.BatonLock;
 import dev.baton.BatonMultiLock;
+import dev.baton.BatonObserver;
 import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.BatonReadWriteLock;
@@ -49,17 +50,27 @@ public final class ClientRuntime implements AutoCloseable {
         this.executor = new CommandExecutor(connections.commands(), connections.async(), scheduler,
                 options.commandTimeout(), sync);
         this.pubSub = new PubSubService(connections.pubSub(), connections.subscriber().apply(executor), executor);
-        Leases leases = new Leases(scheduler, options.leaseLostListener());
+        Observer observer = observer(options);
+        Leases leases = new Leases(scheduler, options.leaseLostListener(), observer);
         ScriptRenewer renewer = new ScriptRenewer(executor);
         ToIntFunction<String> slotOf = connections.cluster() ? SlotHash::getSlot : key -> 0;
         this.renewals = new RenewalRegistry(renewer, leases::lost, scheduler, slotOf,
-                options.watchdogTimeout().toMillis(), options.renewalBatchSize());
+                options.watchdogTimeout().toMillis(), options.renewalBatchSize(), observer);
         leases.attach(renewals);
-        this.services = new Services(executor, new AcquireEngine(pubSub, scheduler), leases, renewer,
+        this.services = new Services(executor, new AcquireEngine(pubSub, scheduler, observer), leases, renewer,
                 new Requests(executor, scheduler, options.commandTimeout()), UUID.randomUUID().toString(),
                 options.commandTimeout(), options.watchdogTimeout(), connections.target(), new Services.Lifecycle());
         renewals.start();
         connections.wiring().accept(executor);
+    }
+
+    private static Observer observer(BatonOptions options) {
+        return options.observer() == null ? Observer.NONE : new Observer(options.observer());
+    }
+
+    /** How many leases this client holds now: one per lock and owner, every kind. */
+    public int leasesHeld() {
+        return services.leases().size();
     }
 
     /** A runtime on a Lettuce client made from {@code options}, which it shuts down on close. */
@@ -131,7 +142,8 @@ public final class ClientRuntime implements AutoCloseable {
      *
      * @param masters one function per master that gives its lock of a name
      */
-    public static BatonRedLock redLock(String name, List<Function<String, BatonLock>> masters, Duration nodeTimeout) {
+    public static BatonRedLock redLock(String name, List<Function<String, BatonLock>> masters, Duration nodeTimeout,
+                                       BatonObserver observer) {
         Args.name(name);
         Objects.requireNonNull(masters, "masters");
         Objects.requireNonNull(nodeTimeout, "nodeTimeout");
@@ -145,8 +157,8 @@ public final class ClientRuntime implements AutoCloseable {
         for (Function<String, BatonLock> master : masters) {
             nodes.add(Objects.requireNonNull(master, "masters element").apply(name));
         }
-        return new RedLock(name, nodes, nodeTimeout, new AcquireEngine(null, SystemScheduler.INSTANCE),
-                SystemScheduler.INSTANCE);
+        return new RedLock(name, nodes, nodeTimeout, new AcquireEngine(null, SystemScheduler.INSTANCE,
+                observer == null ? Observer.NONE : new Observer(observer)), SystemScheduler.INSTANCE);
     }
 
     // ---- the client ------------------------------------------------------------------------

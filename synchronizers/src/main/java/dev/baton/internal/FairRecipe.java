@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.BatonObserver;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 import org.slf4j.Logger;
@@ -152,6 +153,11 @@ final class FairRecipe implements LockRecipe {
     public CompletableFuture<?> leave(String owner) {
         // Leaves the queue; a lock handed to us that we never learnt of (one hold) is passed on.
         return release(owner, 1, claimTimeoutMs, true);
+    }
+
+    @Override
+    public BatonObserver.Kind kind() {
+        return BatonObserver.Kind.FAIR_LOCK;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.BatonObserver;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
@@ -52,6 +53,11 @@ final class FencedRecipe implements LockRecipe {
     @Override
     public CompletableFuture<Boolean> forceUnlock() {
         return plain.forceUnlock();
+    }
+
+    @Override
+    public BatonObserver.Kind kind() {
+        return BatonObserver.Kind.FENCED_LOCK;
     }
 
     @Override

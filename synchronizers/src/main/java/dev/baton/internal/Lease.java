@@ -17,6 +17,8 @@ final class Lease {
     volatile long leaseMs;
     volatile boolean watchdog;
     volatile long lastRenewedNanos;
+    /** When the owner's first hold was granted (the observer's hold time). */
+    final long grantedNanos;
     /** The fencing token of the current hold (fenced locks only; 0 otherwise). */
     volatile long token;
     /**
@@ -35,6 +37,7 @@ final class Lease {
         this.leaseMs = leaseMs;
         this.watchdog = watchdog;
         this.lastRenewedNanos = nowNanos;
+        this.grantedNanos = nowNanos;
     }
 
     @Override

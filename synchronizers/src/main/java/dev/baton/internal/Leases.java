@@ -2,6 +2,7 @@ package dev.baton.internal;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.baton.BatonObserver;
 import dev.baton.LeaseLostListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,9 +36,15 @@ final class Leases {
             .build();
     private final Scheduler scheduler;
     private final LeaseLostListener listener;
+    private final Observer observer;
     private volatile RenewalRegistry registry;
 
     Leases(Scheduler scheduler, LeaseLostListener listener) {
+        this(scheduler, listener, Observer.NONE);
+    }
+
+    Leases(Scheduler scheduler, LeaseLostListener listener, Observer observer) {
+        this.observer = observer;
         this.scheduler = scheduler;
         this.listener = listener;
     }
@@ -81,6 +88,17 @@ final class Leases {
         return lease;
     }
 
+    /** How many leases this client holds now (one per lock and owner). */
+    int size() {
+        return live.size();
+    }
+
+    /** The owner released its last hold: forgets the lease and tells the observer how long it was held. */
+    void released(Lease lease, BatonObserver.Kind kind) {
+        remove(lease);
+        observer.released(kind, lease.key, scheduler.nanoTime() - lease.grantedNanos);
+    }
+
     /** Forgets a lease whose last hold was released (or that Redis says is gone), and stops renewing it. */
     void remove(Lease lease) {
         live.remove(new Key(lease.key, lease.owner), lease);
@@ -121,19 +139,27 @@ final class Leases {
      */
     void lostOnRelease(Lease lease, int otherHolds, String reason) {
         Key k = new Key(lease.key, lease.owner);
-        live.remove(k, lease);
+        if (live.remove(k, lease)) {
+            observer.leaseLost(lease.key, BatonObserver.LossCause.GONE);
+        }
         registry.unregister(lease);
         if (otherHolds > 0) {
             lost.put(k, new LostHolds(reason, otherHolds));
         }
     }
 
-    /** The renewal registry found a lease gone: move it to the lost memory and say so loudly. */
+    /** Redis no longer has a held lease: move it to the lost memory and say so loudly. */
     void lost(Lease lease, String reason) {
+        lost(lease, BatonObserver.LossCause.GONE, reason);
+    }
+
+    /** A held lease was lost for {@code cause}: move it to the lost memory and say so loudly. */
+    void lost(Lease lease, BatonObserver.LossCause cause, String reason) {
         Key k = new Key(lease.key, lease.owner);
         if (!live.remove(k, lease)) {
             return;
         }
+        observer.leaseLost(lease.key, cause);
         lost.put(k, new LostHolds(reason, Math.max(1, lease.holds)));
         log.warn("Lease lost: lock '{}' held by {}: {}", lease.key, lease.owner, reason);
         if (listener != null) {

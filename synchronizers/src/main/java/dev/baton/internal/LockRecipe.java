@@ -1,5 +1,7 @@
 package dev.baton.internal;
 
+import dev.baton.BatonObserver;
+
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -55,6 +57,9 @@ interface LockRecipe {
     default CompletableFuture<Long> waiters(CommandExecutor executor) {
         return executor.subscribers(channel());
     }
+
+    /** What the observer calls this kind. */
+    BatonObserver.Kind kind();
 
     /** The channel waiters subscribe to. */
     String channel();

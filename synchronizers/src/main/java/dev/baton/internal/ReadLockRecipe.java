@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.BatonObserver;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
@@ -66,6 +67,11 @@ final class ReadLockRecipe implements LockRecipe {
     @Override
     public CompletableFuture<Boolean> isLocked() {
         return executor.read("HGET", name, c -> c.hget(name, "mode")).thenApply("read"::equals);
+    }
+
+    @Override
+    public BatonObserver.Kind kind() {
+        return BatonObserver.Kind.READ_LOCK;
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.baton.internal;
 
 import dev.baton.BatonLock;
+import dev.baton.BatonObserver;
 import dev.baton.BatonRedLock;
 
 import java.time.Duration;
@@ -145,6 +146,16 @@ final class RedLock implements BatonRedLock {
         @Override
         public CompletableFuture<?> releaseGranted() {
             return releaseEverywhere(ownerId);
+        }
+
+        @Override
+        public BatonObserver.Kind kind() {
+            return BatonObserver.Kind.RED_LOCK;
+        }
+
+        @Override
+        public String name() {
+            return name;
         }
 
         @Override

@@ -1,8 +1,9 @@
 package dev.baton.internal;
 
-import dev.baton.lua.Layout;
 import dev.baton.BatonCountDownLatch;
+import dev.baton.BatonObserver;
 import dev.baton.SynchronizerDeletedException;
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.List;
@@ -123,6 +124,16 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
         private boolean sawPositive;
         private boolean gaveGrace;
         private String lastMessage;
+
+        @Override
+        public BatonObserver.Kind kind() {
+            return BatonObserver.Kind.COUNT_DOWN_LATCH;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
 
         @Override
         public String description() {

@@ -5,6 +5,7 @@ package dev.baton.internal;
 // in its LockRecipe.
 
 import dev.baton.BatonLock;
+import dev.baton.BatonObserver;
 import dev.baton.LeaseLostException;
 import dev.baton.LockHold;
 import org.slf4j.Logger;
@@ -286,6 +287,16 @@ class RedisLock implements BatonLock {
         }
 
         @Override
+        public BatonObserver.Kind kind() {
+            return recipe.kind();
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
         public String description() {
             return "acquiring " + recipe + " '" + name + "'";
         }
@@ -379,7 +390,7 @@ class RedisLock implements BatonLock {
                 if (cause instanceof dev.baton.ReplicaSyncException) {
                     // Released on the master; too few replicas have it yet. The hold is over.
                     if (heldBefore <= 1) {
-                        services.leases().remove(lease);
+                        services.leases().released(lease, recipe.kind());
                     }
                     throw (dev.baton.ReplicaSyncException) cause;
                 }
@@ -398,14 +409,14 @@ class RedisLock implements BatonLock {
             if (left >= 0) {
                 lease.releaseUnconfirmed = false;
                 if (left == 0) {
-                    services.leases().remove(lease);
+                    services.leases().released(lease, recipe.kind());
                 } else {
                     lease.holds = (int) left;
                 }
                 return null;
             }
             if (heldBefore == 1 && (delivered.resent() || unconfirmedBefore)) {
-                services.leases().remove(lease);
+                services.leases().released(lease, recipe.kind());
                 log.debug("release of '{}' by {} found nothing held: an earlier copy of it released the lock", name, owner);
                 return null;
             }

@@ -1,8 +1,9 @@
 package dev.baton.internal;
 
-import dev.baton.lua.Layout;
+import dev.baton.BatonObserver;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.ExpirablePermit;
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.ArrayList;
@@ -63,7 +64,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public List<String> acquire(int permits, long leaseTime, TimeUnit unit) throws InterruptedException {
-        PermitAttempt attempt = new PermitAttempt(Args.permits(permits), anyLease(leaseTime, unit));
+        PermitAttempt attempt = new PermitAttempt(Args.permitsPerCall(permits), anyLease(leaseTime, unit));
         Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
         return attempt.ids;
     }
@@ -71,14 +72,14 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public List<String> tryAcquire(int permits, long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long waitNanos = Args.timeoutNanos(waitTime, unit);
-        PermitAttempt attempt = new PermitAttempt(Args.permits(permits), anyLease(leaseTime, unit));
+        PermitAttempt attempt = new PermitAttempt(Args.permitsPerCall(permits), anyLease(leaseTime, unit));
         return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos())
                 ? attempt.ids : List.of();
     }
 
     @Override
     public CompletionStage<List<String>> tryAcquireAsync(int permits, long waitTime, long leaseTime, TimeUnit unit) {
-        PermitAttempt attempt = new PermitAttempt(Args.permits(permits), anyLease(leaseTime, unit));
+        PermitAttempt attempt = new PermitAttempt(Args.permitsPerCall(permits), anyLease(leaseTime, unit));
         return start(attempt, Args.timeoutNanos(waitTime, unit)).result().thenApply(got -> got ? attempt.ids : List.of());
     }
 
@@ -233,6 +234,16 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         PermitAttempt(int permits, String leaseMs) {
             this.permits = permits;
             this.leaseMs = leaseMs;
+        }
+
+        @Override
+        public BatonObserver.Kind kind() {
+            return BatonObserver.Kind.PERMIT_EXPIRABLE_SEMAPHORE;
+        }
+
+        @Override
+        public String name() {
+            return name;
         }
 
         @Override

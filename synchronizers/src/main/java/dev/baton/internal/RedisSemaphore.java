@@ -1,8 +1,9 @@
 package dev.baton.internal;
 
-import dev.baton.lua.Layout;
+import dev.baton.BatonObserver;
 import dev.baton.BatonSemaphore;
 import dev.baton.SemaphorePermits;
+import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
 import java.util.List;
@@ -219,6 +220,16 @@ final class RedisSemaphore implements BatonSemaphore {
 
         PermitsAttempt(int permits) {
             this.permits = permits;
+        }
+
+        @Override
+        public BatonObserver.Kind kind() {
+            return BatonObserver.Kind.SEMAPHORE;
+        }
+
+        @Override
+        public String name() {
+            return name;
         }
 
         @Override

@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.BatonObserver;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
@@ -57,6 +58,11 @@ final class ReentrantRecipe implements LockRecipe {
     public CompletableFuture<Boolean> forceUnlock() {
         return executor.<Long>eval(Script.LOCK_FORCE_UNLOCK, CommandExecutor.Reply.INTEGER, releaseKeys,
                 List.of(UNLOCK_MESSAGE)).thenApply(deleted -> deleted == 1L);
+    }
+
+    @Override
+    public BatonObserver.Kind kind() {
+        return BatonObserver.Kind.LOCK;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.BatonObserver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,7 +45,7 @@ final class RenewalRegistry implements AutoCloseable {
 
     /** Told about each lost lease. */
     interface LossHandler {
-        void lost(Lease lease, String reason);
+        void lost(Lease lease, BatonObserver.LossCause cause, String reason);
     }
 
     private final Set<Lease> leases = ConcurrentHashMap.newKeySet();
@@ -55,6 +56,7 @@ final class RenewalRegistry implements AutoCloseable {
     private final long watchdogMs;
     private final long periodNanos;
     private final int batchSize;
+    private final Observer observer;
     private volatile boolean closed;
     private volatile Scheduler.Cancellable nextTick;
 
@@ -63,6 +65,16 @@ final class RenewalRegistry implements AutoCloseable {
      */
     RenewalRegistry(Renewer renewer, LossHandler onLost, Scheduler scheduler, ToIntFunction<String> slotOf,
                     long watchdogMs, int batchSize) {
+        this(renewer, onLost, scheduler, slotOf, watchdogMs, batchSize, Observer.NONE);
+    }
+
+    /**
+     * @param slotOf   the cluster slot of a key, or a constant in standalone Redis
+     * @param observer told how long each renewal call took
+     */
+    RenewalRegistry(Renewer renewer, LossHandler onLost, Scheduler scheduler, ToIntFunction<String> slotOf,
+                    long watchdogMs, int batchSize, Observer observer) {
+        this.observer = observer;
         this.renewer = renewer;
         this.onLost = onLost;
         this.scheduler = scheduler;
@@ -97,8 +109,10 @@ final class RenewalRegistry implements AutoCloseable {
     CompletableFuture<Void> tick() {
         List<CompletableFuture<?>> calls = new ArrayList<>();
         for (List<Lease> batch : batches()) {
+            long sent = scheduler.nanoTime();
             calls.add(renewer.renew(batch, watchdogMs)
                     .handle((renewed, error) -> {
+                        observer.renewal(batch.size(), error == null, scheduler.nanoTime() - sent);
                         settle(batch, renewed, error);
                         return null;
                     }));
@@ -127,7 +141,7 @@ final class RenewalRegistry implements AutoCloseable {
             for (Lease lease : batch) {
                 long silentMs = TimeUnit.NANOSECONDS.toMillis(now - lease.lastRenewedNanos);
                 if (silentMs >= watchdogMs) {
-                    lost(lease, "the watchdog could not renew it for " + silentMs + " ms (longer than the "
+                    lost(lease, BatonObserver.LossCause.UNREACHABLE, "the watchdog could not renew it for " + silentMs + " ms (longer than the "
                             + watchdogMs + " ms lease), so Redis has let it expire; last error: "
                             + Failures.unwrap(error).getMessage());
                 }
@@ -139,15 +153,15 @@ final class RenewalRegistry implements AutoCloseable {
             if (Boolean.TRUE.equals(renewed.get(i))) {
                 lease.lastRenewedNanos = now;
             } else {
-                lost(lease, "the watchdog found the lock no longer held by its owner in Redis (it was deleted, "
+                lost(lease, BatonObserver.LossCause.GONE, "the watchdog found the lock no longer held by its owner in Redis (it was deleted, "
                         + "force-unlocked, expired, or Redis lost its data)");
             }
         }
     }
 
-    private void lost(Lease lease, String reason) {
+    private void lost(Lease lease, BatonObserver.LossCause cause, String reason) {
         if (leases.remove(lease)) {
-            onLost.lost(lease, reason);
+            onLost.lost(lease, cause, reason);
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.baton.internal;
 
+import dev.baton.BatonObserver;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
@@ -80,6 +81,11 @@ final class WriteLockRecipe implements LockRecipe {
     @Override
     public CompletableFuture<Boolean> isLocked() {
         return executor.read("HGET", name, c -> c.hget(name, "mode")).thenApply("write"::equals);
+    }
+
+    @Override
+    public BatonObserver.Kind kind() {
+        return BatonObserver.Kind.WRITE_LOCK;
     }
 
     @Override

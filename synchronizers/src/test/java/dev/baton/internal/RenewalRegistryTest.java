@@ -44,7 +44,7 @@ class RenewalRegistryTest {
             }
             return CompletableFuture.completedFuture(flags);
         };
-        registry = new RenewalRegistry(renewer, lost::put, scheduler, key -> key.charAt(0), WATCHDOG_MS, 3);
+        registry = new RenewalRegistry(renewer, (lease, cause, reason) -> lost.put(lease, reason), scheduler, key -> key.charAt(0), WATCHDOG_MS, 3);
     }
 
     private Lease held(String key) {

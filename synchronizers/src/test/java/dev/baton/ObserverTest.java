@@ -1,0 +1,121 @@
+package dev.baton;
+
+import dev.baton.testkit.Await;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@link BatonObserver}: what it is told, for every kind and outcome, and that it cannot break an operation. */
+class ObserverTest extends TwoClientsTest {
+    private final List<String> events = new CopyOnWriteArrayList<>();
+
+    ObserverTest(RedisServer redis) {
+        super(redis);
+    }
+
+    @Override
+    BatonOptions options() {
+        return Clients.defaults(redis).watchdogTimeout(Duration.ofMillis(600)).observer(new BatonObserver() {
+            @Override
+            public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos) {
+                events.add("acquisition " + kind + " " + name + " " + outcome);
+            }
+
+            @Override
+            public void released(Kind kind, String name, long heldNanos) {
+                events.add("released " + kind + " " + name);
+            }
+
+            @Override
+            public void leaseLost(String name, LossCause cause) {
+                events.add("lost " + name + " " + cause);
+            }
+
+            @Override
+            public void renewal(int leases, boolean succeeded, long tookNanos) {
+                events.add("renewal " + leases + " " + succeeded);
+            }
+        }).build();
+    }
+
+    @Test
+    void everyOutcomeOfEveryKindIsTold() throws Exception {
+        BatonLock lock = a.lock("l");
+        lock.lock();
+        assertFalse(b.lock("l").tryLock(50, TimeUnit.MILLISECONDS));
+        CompletableFuture<Void> cancelled = b.lock("l").lockAsync(7).toCompletableFuture();
+        Await.until(Duration.ofSeconds(2), () -> "a subscribed waiter", () -> lock.waiterCount() == 1);
+        cancelled.cancel(true);
+        lock.unlock();
+        b.fairLock("f").lock();
+        b.fairLock("f").unlock();
+        a.readWriteLock("rw").readLock().lock();
+        assertThrows(IllegalMonitorStateException.class, () -> a.readWriteLock("rw").writeLock().lock());
+        a.readWriteLock("rw").readLock().unlock();
+        a.semaphore("s").trySetPermits(1);
+        assertTrue(a.semaphore("s").tryAcquire());
+        a.semaphore("s").release();
+        a.permitExpirableSemaphore("x").trySetPermits(1);
+        a.permitExpirableSemaphore("x").release(a.permitExpirableSemaphore("x").acquire());
+        assertTrue(a.countDownLatch("c").await(1, TimeUnit.SECONDS));
+        a.fencedLock("fe").lockAndGetToken();
+        a.fencedLock("fe").unlock();
+
+        Await.until(Duration.ofSeconds(2), () -> "the cancelled wait told: " + events,
+                () -> events.contains("acquisition LOCK l INTERRUPTED"));
+        for (String expected : List.of("acquisition LOCK l ACQUIRED", "acquisition LOCK l TIMED_OUT",
+                "released LOCK l", "acquisition FAIR_LOCK f ACQUIRED", "released FAIR_LOCK f",
+                "acquisition READ_LOCK rw ACQUIRED", "acquisition WRITE_LOCK rw FAILED", "released READ_LOCK rw",
+                "acquisition SEMAPHORE s ACQUIRED", "acquisition PERMIT_EXPIRABLE_SEMAPHORE x ACQUIRED",
+                "acquisition COUNT_DOWN_LATCH c ACQUIRED", "acquisition FENCED_LOCK fe ACQUIRED", "released FENCED_LOCK fe")) {
+            assertTrue(events.contains(expected), expected + " in " + events);
+        }
+        assertEquals(0, a.leasesHeld());
+    }
+
+    @Test
+    void leasesHeldRenewalsAndLossesAreTold() {
+        BatonLock watched = a.lock("w");
+        watched.lock();
+        a.lock("fixed").lock(30, TimeUnit.SECONDS);
+        assertEquals(2, a.leasesHeld());
+        Await.until(Duration.ofSeconds(2), () -> "a renewal told: " + events, () -> events.contains("renewal 1 true"));
+        redis.command("DEL", "w");
+        Await.until(Duration.ofSeconds(2), () -> "the loss told: " + events, () -> events.contains("lost w GONE"));
+        assertEquals(1, a.leasesHeld());
+        redis.command("DEL", "fixed");
+        assertThrows(LeaseLostException.class, () -> a.lock("fixed").unlock());
+        assertTrue(events.contains("lost fixed GONE"), events.toString());
+        assertEquals(0, a.leasesHeld());
+    }
+
+    @Test
+    void anObserverThatThrowsChangesNothing() throws Exception {
+        try (Baton throwing = clients.open(Clients.defaults(redis).observer(new BatonObserver() {
+            @Override
+            public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos) {
+                throw new IllegalStateException("observer bug");
+            }
+
+            @Override
+            public void released(Kind kind, String name, long heldNanos) {
+                throw new IllegalStateException("observer bug");
+            }
+        }).build())) {
+            BatonLock lock = throwing.lock("t");
+            assertTrue(lock.tryLock(1, TimeUnit.SECONDS));
+            lock.unlock();
+            assertFalse(lock.isLocked());
+        }
+    }
+}
