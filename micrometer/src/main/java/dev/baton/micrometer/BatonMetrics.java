@@ -1,0 +1,193 @@
+package dev.baton.micrometer;
+
+import dev.baton.Baton;
+import dev.baton.BatonObserver;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.MeterBinder;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+/**
+ * Micrometer meters for one or more Baton clients: a {@link BatonObserver} that records what
+ * the clients do, and a {@link MeterBinder} that registers the meters.
+ * <pre>{@code
+ * BatonMetrics metrics = BatonMetrics.builder().tagNames(Set.of("nightly-report")).build();
+ * metrics.bindTo(registry);
+ * Baton baton = Baton.create(BatonOptions.builder().redisUri(uri).observer(metrics).build());
+ * metrics.watch(baton); // for the leases-held gauge
+ * }</pre>
+ *
+ * <table>
+ *   <caption>Meters</caption>
+ *   <tr><th>name</th><th>type</th><th>tags</th><th>what</th></tr>
+ *   <tr><td>{@code baton.acquisitions}</td><td>timer</td><td>kind, outcome, name</td>
+ *       <td>how long each acquisition waited (locks, permits, a latch's await), by how it
+ *       ended: {@code acquired}, {@code timed-out}, {@code interrupted},
+ *       {@code redis-unavailable}, {@code failed}</td></tr>
+ *   <tr><td>{@code baton.holds}</td><td>timer</td><td>kind, name</td>
+ *       <td>how long a lock was held, from an owner's first hold to its last release</td></tr>
+ *   <tr><td>{@code baton.leases.held}</td><td>gauge</td><td></td>
+ *       <td>leases the watched clients hold now</td></tr>
+ *   <tr><td>{@code baton.leases.lost}</td><td>counter</td><td>cause, name</td>
+ *       <td>leases lost while held: {@code gone} (Redis no longer had it) or
+ *       {@code unreachable} (renewal could not reach Redis for a whole lease)</td></tr>
+ *   <tr><td>{@code baton.renewals}</td><td>timer</td><td>outcome</td>
+ *       <td>the watchdog's batched renewal calls: {@code success} or {@code failure}</td></tr>
+ * </table>
+ * The {@code kind} tag is {@code lock}, {@code fair-lock}, {@code read-lock},
+ * {@code write-lock}, {@code fenced-lock}, {@code red-lock}, {@code semaphore},
+ * {@code permit-expirable-semaphore} or {@code count-down-latch}.
+ *
+ * <p><b>Names as tags.</b> A synchronizer's name becomes the {@code name} tag only if the
+ * allow-list accepts it; every other name is tagged {@code other}. Names are often built from
+ * ids (an order, a tenant), and a tag with unbounded values takes down a metrics backend, so
+ * nothing is tagged by name unless you say so.
+ *
+ * <p>Events that arrive before {@link #bindTo} are not recorded. Binding to several registries
+ * records to each.
+ */
+public final class BatonMetrics implements BatonObserver, MeterBinder {
+    /** The {@code name} tag of every synchronizer the allow-list does not accept. */
+    public static final String OTHER = "other";
+
+    private final Predicate<String> tagName;
+    private final List<MeterRegistry> registries = new CopyOnWriteArrayList<>();
+    private final List<Baton> watched = new CopyOnWriteArrayList<>();
+
+    private BatonMetrics(Predicate<String> tagName) {
+        this.tagName = tagName;
+    }
+
+    /** A builder; by default no synchronizer name becomes a tag. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Meters with no synchronizer name as a tag. */
+    public static BatonMetrics create() {
+        return builder().build();
+    }
+
+    /**
+     * Counts {@code baton}'s held leases in the {@code baton.leases.held} gauge (a client that is
+     * closed counts 0).
+     *
+     * @return {@code baton}
+     */
+    public Baton watch(Baton baton) {
+        watched.add(Objects.requireNonNull(baton, "baton"));
+        return baton;
+    }
+
+    @Override
+    public void bindTo(MeterRegistry registry) {
+        Objects.requireNonNull(registry, "registry");
+        Gauge.builder("baton.leases.held", this, BatonMetrics::leasesHeld)
+                .description("Leases the watched Baton clients hold now, one per lock and owner")
+                .register(registry);
+        registries.add(registry);
+    }
+
+    private double leasesHeld() {
+        int held = 0;
+        for (Baton baton : watched) {
+            held += baton.leasesHeld();
+        }
+        return held;
+    }
+
+    @Override
+    public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos) {
+        Tags tags = Tags.of("kind", tagValue(kind), "outcome", tagValue(outcome), "name", nameTag(name));
+        for (MeterRegistry registry : registries) {
+            Timer.builder("baton.acquisitions")
+                    .description("How long Baton acquisitions waited, by how they ended")
+                    .tags(tags)
+                    .register(registry)
+                    .record(waitedNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    @Override
+    public void released(Kind kind, String name, long heldNanos) {
+        Tags tags = Tags.of("kind", tagValue(kind), "name", nameTag(name));
+        for (MeterRegistry registry : registries) {
+            Timer.builder("baton.holds")
+                    .description("How long Baton locks were held, first hold to last release")
+                    .tags(tags)
+                    .register(registry)
+                    .record(heldNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    @Override
+    public void leaseLost(String name, LossCause cause) {
+        Tags tags = Tags.of("cause", tagValue(cause), "name", nameTag(name));
+        for (MeterRegistry registry : registries) {
+            Counter.builder("baton.leases.lost")
+                    .description("Leases lost while held")
+                    .tags(tags)
+                    .register(registry)
+                    .increment();
+        }
+    }
+
+    @Override
+    public void renewal(int leases, boolean succeeded, long tookNanos) {
+        Tags tags = Tags.of("outcome", succeeded ? "success" : "failure");
+        for (MeterRegistry registry : registries) {
+            Timer.builder("baton.renewals")
+                    .description("The watchdog's batched lease renewals")
+                    .tags(tags)
+                    .register(registry)
+                    .record(tookNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private String nameTag(String name) {
+        return name != null && tagName.test(name) ? name : OTHER;
+    }
+
+    private static String tagValue(Enum<?> value) {
+        return value.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    /** Builds {@link BatonMetrics}. */
+    public static final class Builder {
+        private Predicate<String> tagName = name -> false;
+
+        private Builder() {
+        }
+
+        /** These synchronizer names, and no others, become {@code name} tags. */
+        public Builder tagNames(Set<String> names) {
+            Set<String> copy = Set.copyOf(Objects.requireNonNull(names, "names"));
+            this.tagName = copy::contains;
+            return this;
+        }
+
+        /**
+         * The names this accepts become {@code name} tags; it must accept a bounded set (a few
+         * dozen at most), or the backend will drown in series.
+         */
+        public Builder tagNames(Predicate<String> accept) {
+            this.tagName = Objects.requireNonNull(accept, "accept");
+            return this;
+        }
+
+        /** The meters. */
+        public BatonMetrics build() {
+            return new BatonMetrics(tagName);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package dev.baton.micrometer;
+
+import dev.baton.Baton;
+import dev.baton.BatonLock;
+import dev.baton.BatonOptions;
+import dev.baton.LeaseLostException;
+import dev.baton.RedisUnavailableException;
+import dev.baton.testkit.Await;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The meters of {@link BatonMetrics}, recorded from a real client on a real Redis. */
+@ExtendWith(RedisExtension.class)
+class BatonMetricsTest {
+    private final RedisServer redis;
+    private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    private BatonMetrics metrics;
+    private Baton baton;
+
+    BatonMetricsTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        BatonOptions options = BatonOptions.builder().redisUri(redis.uri())
+                .watchdogTimeout(Duration.ofMillis(600)).commandTimeout(Duration.ofSeconds(1)).build();
+        MeterRegistry registry = this.registry;
+        // snippet micrometer-setup begins
+        BatonMetrics metrics = BatonMetrics.builder()
+                .tagNames(Set.of("nightly-report"))   // only these names become tags
+                .build();
+        metrics.bindTo(registry);                      // any Micrometer registry
+        Baton baton = metrics.watch(Baton.create(options.toBuilder().observer(metrics).build()));
+        // snippet micrometer-setup ends
+        this.metrics = metrics;
+        this.baton = baton;
+    }
+
+    @AfterEach
+    void close() {
+        baton.close();
+    }
+
+    private Timer timer(String name, String... tags) {
+        return registry.find(name).tags(tags).timer();
+    }
+
+    @Test
+    void acquisitionsAreTimedByKindOutcomeAndAllowedName() throws Exception {
+        BatonLock report = baton.lock("nightly-report");
+        report.lock();
+        Baton other = Baton.create(redis.uri());
+        try {
+            assertFalse(other.lock("nightly-report").tryLock(20, TimeUnit.MILLISECONDS));
+        } finally {
+            other.close();
+        }
+        report.unlock();
+        BatonLock order = baton.lock("order:4711");
+        order.lock();
+        order.unlock();
+        baton.semaphore("s").trySetPermits(1);
+        assertTrue(baton.semaphore("s").tryAcquire(1, TimeUnit.SECONDS));
+        assertTrue(baton.countDownLatch("c").await(1, TimeUnit.SECONDS));
+
+        assertEquals(1, timer("baton.acquisitions", "kind", "lock", "outcome", "acquired", "name", "nightly-report").count());
+        assertEquals(1, timer("baton.acquisitions", "kind", "lock", "outcome", "acquired", "name", "other").count(),
+                "a name outside the allow-list is tagged 'other'");
+        assertNull(registry.find("baton.acquisitions").tag("name", "order:4711").timer(), "never tagged by its own name");
+        assertEquals(1, timer("baton.holds", "kind", "lock", "name", "nightly-report").count());
+        assertEquals(1, timer("baton.acquisitions", "kind", "semaphore", "outcome", "acquired").count());
+        assertEquals(1, timer("baton.acquisitions", "kind", "count-down-latch", "outcome", "acquired").count());
+        assertTrue(timer("baton.holds", "kind", "lock", "name", "nightly-report").totalTime(TimeUnit.NANOSECONDS) > 0);
+    }
+
+    @Test
+    void aWaitThatRedisDidNotAnswerIsCountedAsRedisUnavailable() {
+        redis.pause();
+        try {
+            assertThrows(RedisUnavailableException.class, () -> baton.lock("nightly-report").tryLock());
+        } finally {
+            redis.resume();
+        }
+        assertEquals(1, timer("baton.acquisitions", "kind", "lock", "outcome", "redis-unavailable").count());
+    }
+
+    @Test
+    void leasesHeldLostAndRenewedAreMetered() {
+        Gauge held = registry.find("baton.leases.held").gauge();
+        baton.lock("nightly-report").lock();
+        baton.lock("fixed").lock(30, TimeUnit.SECONDS);
+        assertEquals(2, held.value());
+        Await.until(Duration.ofSeconds(2), () -> "a renewal metered",
+                () -> timer("baton.renewals", "outcome", "success") != null && timer("baton.renewals", "outcome", "success").count() > 0);
+        redis.command("DEL", "nightly-report");
+        Await.until(Duration.ofSeconds(2), () -> "the loss counted",
+                () -> registry.find("baton.leases.lost").tags("cause", "gone", "name", "nightly-report").counter() != null);
+        redis.command("DEL", "fixed");
+        assertThrows(LeaseLostException.class, () -> baton.lock("fixed").unlock());
+        assertEquals(1, registry.find("baton.leases.lost").tags("cause", "gone", "name", "other").counter().count());
+        assertEquals(0, held.value());
+    }
+}
