@@ -24,6 +24,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -151,13 +152,13 @@ final class CommandExecutor {
             return CompletableFuture.failedFuture(new IllegalStateException("this Baton client is closed; " + what + " was not sent"));
         }
         AtomicReference<AsyncCommand<String, String, T>> current = new AtomicReference<>();
-        java.util.concurrent.atomic.AtomicBoolean givenUp = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean givenUp = new AtomicBoolean();
         long deadline = scheduler.nanoTime() + boundNanos;
         // Set when any copy sent for this call was written more than once (Lettuce re-sends what
         // a dropped connection left unanswered): the copy that was refused (NOSCRIPT on a restarted
         // server, LOADING) may be the second write of a command whose first write ran, so the
         // reply of the copy that follows is marked as possibly resent.
-        java.util.concurrent.atomic.AtomicBoolean rewritten = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean rewritten = new AtomicBoolean();
         CompletableFuture<Delivered<T>> sent = send(script, reply, keys, args, current, cancelLate ? deadline : 0, 0, givenUp,
                 rewritten).thenApply(d -> rewritten.get() && !d.resent() ? new Delivered<>(d.value(), true) : d);
         CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0), boundNanos, () -> {
@@ -174,15 +175,16 @@ final class CommandExecutor {
     /**
      * Sends a script as EVALSHA, as EVAL after a NOSCRIPT. A reply that says the script did not
      * run because the server cannot serve it right now (TRYAGAIN while a slot is half-migrated,
-     * CLUSTERDOWN, LOADING, MASTERDOWN, BUSY) is followed by another copy after a short, capped
-     * pause until {@code retryUntil} (a nano time; 0: never), which is always safe: nothing ran.
+     * CLUSTERDOWN, LOADING, MASTERDOWN, BUSY, READONLY), or Lettuce refusing to write it while
+     * the node's connection is not up, is followed by another copy after a short, capped pause
+     * until {@code retryUntil} (a nano time; 0: never), which is always safe: nothing ran.
      * A clean-up is not retried (see {@link #evalCleanup}): its place in the order is the point.
      */
     private <T> CompletableFuture<Delivered<T>> send(Script script, Reply reply, List<String> keys, List<String> args,
                                                     AtomicReference<AsyncCommand<String, String, T>> current,
                                                     long retryUntil, int refusals,
-                                                    java.util.concurrent.atomic.AtomicBoolean givenUp,
-                                                    java.util.concurrent.atomic.AtomicBoolean rewritten) {
+                                                    AtomicBoolean givenUp,
+                                                    AtomicBoolean rewritten) {
         CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current, rewritten)
                 .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
                         ? dispatch(script, false, reply, keys, args, current, rewritten)
@@ -194,6 +196,9 @@ final class CommandExecutor {
             long pause = backoffNanos(refusals);
             if (!isNotRun(e) || givenUp.get() || closed || scheduler.nanoTime() + pause >= retryUntil) {
                 return CompletableFuture.failedFuture(e);
+            }
+            if (Failures.isNotSent(e)) {
+                onUnreachable.run(); // the node's connection is not up: a cluster asks for a fresh slot map
             }
             CompletableFuture<Delivered<T>> again = new CompletableFuture<>();
             scheduler.schedule(() -> {
@@ -295,14 +300,45 @@ final class CommandExecutor {
      */
     <T> CompletableFuture<T> read(String command, String key,
                                   Function<RedisClusterAsyncCommands<String, String>, RedisFuture<T>> call) {
+        AtomicReference<CompletableFuture<T>> current = new AtomicReference<>();
+        AtomicBoolean givenUp = new AtomicBoolean();
+        CompletableFuture<T> sent = readCopy(call, current, givenUp, scheduler.nanoTime() + timeoutNanos, 0);
+        return bounded(sent, command + " on '" + key + "'", key, timeoutNanos, () -> {
+            givenUp.set(true);
+            CompletableFuture<T> pending = current.get();
+            if (pending != null) {
+                pending.cancel(false);
+            }
+        });
+    }
+
+    /** One copy of a read; a copy Lettuce refused to write (its node's connection not up yet) is sent again. */
+    private <T> CompletableFuture<T> readCopy(Function<RedisClusterAsyncCommands<String, String>, RedisFuture<T>> call,
+                                              AtomicReference<CompletableFuture<T>> current,
+                                              AtomicBoolean givenUp, long retryUntil, int refusals) {
         CompletableFuture<T> sent;
         try {
             sent = call.apply(commands.get()).toCompletableFuture();
         } catch (RuntimeException e) {
             sent = CompletableFuture.failedFuture(e);
         }
-        CompletableFuture<T> pending = sent;
-        return bounded(sent, command + " on '" + key + "'", key, timeoutNanos, () -> pending.cancel(false));
+        current.set(sent);
+        return sent.exceptionallyCompose(e -> {
+            long pause = backoffNanos(refusals);
+            if (!Failures.isNotSent(e) || givenUp.get() || closed || scheduler.nanoTime() + pause >= retryUntil) {
+                return CompletableFuture.failedFuture(e);
+            }
+            onUnreachable.run();
+            CompletableFuture<T> again = new CompletableFuture<>();
+            scheduler.schedule(() -> readCopy(call, current, givenUp, retryUntil, refusals + 1).whenComplete((value, error) -> {
+                if (error == null) {
+                    again.complete(value);
+                } else {
+                    again.completeExceptionally(error);
+                }
+            }), pause, TimeUnit.NANOSECONDS);
+            return again;
+        });
     }
 
     private volatile Runnable onUnreachable = () -> { };
@@ -384,7 +420,7 @@ final class CommandExecutor {
     private <T> CompletableFuture<Delivered<T>> dispatch(Script script, boolean bySha, Reply reply,
                                                         List<String> keys, List<String> args,
                                                         AtomicReference<AsyncCommand<String, String, T>> current,
-                                                        java.util.concurrent.atomic.AtomicBoolean rewritten) {
+                                                        AtomicBoolean rewritten) {
         CommandArgs<String, String> commandArgs = new CommandArgs<>(StringCodec.UTF8)
                 .add(bySha ? script.sha1() : script.text())
                 .add(keys.size());

@@ -35,10 +35,28 @@ final class Failures {
     /** The error-reply prefix with which a script refuses an argument. */
     static final String ARGUMENT_REFUSED = "BATON_ARG";
 
-    /** Whether an error reply says the command did not run because the server cannot serve it now. */
+    /**
+     * What Lettuce says when it refuses to write a command because the connection it would go on
+     * is not up: a cluster client rejecting commands while disconnected (Baton's own cluster
+     * client does, so a dead master's commands fail fast), and from Lettuce 7.7 also while the
+     * first connection to a node is still being made. The command was never written.
+     */
+    private static final String NOT_SENT = "Currently not connected. Commands are rejected.";
+
+    /**
+     * Whether a failure says the command did not run: an error reply because the server cannot
+     * serve it now, or a command Lettuce refused to write at all. Another copy is always safe.
+     */
     static boolean isNotRun(Throwable error) {
         Throwable e = unwrap(error);
-        return e instanceof RedisCommandExecutionException && TEMPORARY.matcher(String.valueOf(e.getMessage())).find();
+        return (e instanceof RedisCommandExecutionException && TEMPORARY.matcher(String.valueOf(e.getMessage())).find())
+                || isNotSent(e);
+    }
+
+    /** Whether Lettuce refused to write the command because its connection is not up (yet). */
+    static boolean isNotSent(Throwable error) {
+        Throwable e = unwrap(error);
+        return e != null && e.getClass() == RedisException.class && NOT_SENT.equals(e.getMessage());
     }
 
     /** The pause before the next copy after {@code failures} failed ones: 20 ms doubling, at most 250 ms. */

@@ -4,6 +4,8 @@ import dev.baton.BatonException;
 import dev.baton.RedisUnavailableException;
 import dev.baton.WrongTypeException;
 import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisReadOnlyException;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -41,5 +43,18 @@ class FailuresTest {
         assertInstanceOf(IllegalArgumentException.class, Failures.translate(new RedisCommandExecutionException(
                 "ERR user_script:3: " + Failures.ARGUMENT_REFUSED + " permits would overflow"), "x", "k"));
         assertTrue(Failures.isNotRun(new RedisCommandExecutionException("LOADING Redis is loading the dataset in memory")));
+    }
+
+    @Test
+    void aCommandLettuceRefusedToWriteIsNotRun() {
+        // Lettuce 7.7 refuses a cluster command while the first connection to its node is still
+        // being made (REJECT_COMMANDS); the Valkey lane on Lettuce 7.7 failed on it before this.
+        RedisException refused = new RedisException("Currently not connected. Commands are rejected.");
+        assertTrue(Failures.isNotRun(new CompletionException(refused)), "sent again within the command timeout");
+        assertTrue(Failures.isNotSent(refused));
+        assertFalse(Failures.isNotRun(new RedisException("Connection closed")), "a command that may have been written");
+        assertFalse(Failures.isNotSent(new RedisConnectionException("Currently not connected. Commands are rejected.")));
+        assertInstanceOf(RedisUnavailableException.class, Failures.translate(refused, "x", "k"),
+                "when the command timeout runs out first, it is Redis being unavailable");
     }
 }
