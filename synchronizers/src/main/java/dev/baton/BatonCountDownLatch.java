@@ -108,6 +108,21 @@ public interface BatonCountDownLatch {
     CompletionStage<Long> getCountAsync();
 
     /**
+     * How many clients wait in await() now, as far as Redis can tell: the connections
+     * subscribed to the latch's channel, counted where they subscribe (as
+     * {@link BatonLock#waiterCount()} counts them). Each Baton or Redisson client with one or more
+     * awaiting threads counts once. For operators and tests; one read, no waiting.
+     *
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    default long waiterCount() {
+        return Sync.await(waiterCountAsync());
+    }
+
+    /** Asynchronous {@link #waiterCount()}. */
+    CompletionStage<Long> waiterCountAsync();
+
+    /**
      * Completes when the count is zero; completes exceptionally with
      * {@link SynchronizerDeletedException} if the latch is deleted meanwhile. Cancelling it
      * stops the wait and unsubscribes.

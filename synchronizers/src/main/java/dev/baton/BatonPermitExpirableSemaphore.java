@@ -123,6 +123,21 @@ public interface BatonPermitExpirableSemaphore {
     /** Asynchronous {@link #release(String)}. */
     CompletionStage<Void> releaseAsync(String permitId);
 
+    /**
+     * How many clients wait for permits now, as far as Redis can tell: the connections
+     * subscribed to the semaphore's channel, counted where they subscribe (as
+     * {@link BatonLock#waiterCount()} counts them). Each Baton or Redisson client with one or more
+     * waiting threads counts once. For operators and tests; one read, no waiting.
+     *
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    default long waiterCount() {
+        return Sync.await(waiterCountAsync());
+    }
+
+    /** Asynchronous {@link #waiterCount()}. */
+    CompletionStage<Long> waiterCountAsync();
+
     /** Asynchronous {@link #tryAcquire(int, long, long, TimeUnit)}. */
     CompletionStage<List<String>> tryAcquireAsync(int permits, long waitTime, long leaseTime, TimeUnit unit);
 

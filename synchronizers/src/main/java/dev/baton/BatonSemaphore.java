@@ -141,6 +141,21 @@ public interface BatonSemaphore {
         return Sync.await(deleteAsync());
     }
 
+    /**
+     * How many clients wait for permits now, as far as Redis can tell: the connections
+     * subscribed to the semaphore's channel, counted where they subscribe (as
+     * {@link BatonLock#waiterCount()} counts them). Each Baton or Redisson client with one or more
+     * waiting threads counts once. For operators and tests; one read, no waiting.
+     *
+     * @throws RedisUnavailableException if Redis did not answer within the command timeout
+     */
+    default long waiterCount() {
+        return Sync.await(waiterCountAsync());
+    }
+
+    /** Asynchronous {@link #waiterCount()}. */
+    CompletionStage<Long> waiterCountAsync();
+
     /** Asynchronous {@link #acquire(int)}; cancelling the stage abandons the wait. */
     CompletionStage<Void> acquireAsync(int permits);
 

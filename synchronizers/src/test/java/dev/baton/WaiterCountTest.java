@@ -83,4 +83,25 @@ class WaiterCountTest extends TwoClientsTest {
             assertTrue(w.get(10, TimeUnit.SECONDS));
         }
     }
+
+    @Test
+    void semaphoresAndLatchesCountTheirWaitingClients() throws Exception {
+        BatonSemaphore semaphore = a.semaphore("s");
+        BatonPermitExpirableSemaphore expirable = a.permitExpirableSemaphore("x");
+        BatonCountDownLatch latch = a.countDownLatch("c");
+        latch.trySetCount(1);
+        assertEquals(0, semaphore.waiterCount());
+        Future<Boolean> permit = threads.submit(() -> b.semaphore("s").tryAcquire(20, TimeUnit.SECONDS));
+        Future<Boolean> expiring = threads.submit(() -> b.permitExpirableSemaphore("x").tryAcquire(20, 5, TimeUnit.SECONDS).isPresent());
+        Future<Boolean> awaiting = threads.submit(() -> b.countDownLatch("c").await(20, TimeUnit.SECONDS));
+        Await.until(Bounds.WAKE, () -> "b waiting on both semaphores",
+                () -> semaphore.waiterCount() == 1 && expirable.waiterCount() == 1);
+        Await.until(Bounds.WAKE, () -> "b awaiting the latch", () -> latch.waiterCount() == 1);
+        semaphore.addPermits(1);
+        expirable.addPermits(1);
+        latch.countDown();
+        assertTrue(permit.get(10, TimeUnit.SECONDS));
+        assertTrue(expiring.get(10, TimeUnit.SECONDS));
+        assertTrue(awaiting.get(10, TimeUnit.SECONDS));
+    }
 }

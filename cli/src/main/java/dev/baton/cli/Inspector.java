@@ -10,7 +10,8 @@ import java.util.Map;
 
 /**
  * Tells what a key is (lock, fair lock, read-write lock, semaphore, latch) from the layout Baton
- * and Redisson share (names spelled by the library's own {@link Layout}), and who holds or waits for it. Read-only: plain reads, no scripts.
+ * and Redisson share (names spelled by the library's own {@link Layout}), and who holds it; who
+ * waits is the library's own count ({@code waiterCount()}). Read-only: plain reads, no scripts.
  */
 final class Inspector {
     private Inspector() {
@@ -55,7 +56,7 @@ final class Inspector {
             out.put("kind", "read-write lock");
             out.put("mode", fields.get("mode"));
             out.put("holders", holders);
-            out.put("waitingClients", connection.subscribers(Layout.rwlockChannel(name)));
+            out.put("waitingClients", connection.baton().readWriteLock(name).readLock().waiterCount());
         } else if (queued > 0) {
             out.put("kind", "fair lock");
             out.put("holders", holders);
@@ -63,7 +64,7 @@ final class Inspector {
         } else {
             out.put("kind", "lock");
             out.put("holders", holders);
-            out.put("waitingClients", connection.subscribers(Layout.lockChannel(name)));
+            out.put("waitingClients", connection.baton().lock(name).waiterCount());
         }
     }
 
@@ -75,11 +76,11 @@ final class Inspector {
             out.put("kind", "permit-expirable semaphore");
             out.put("availablePermits", value);
             out.put("takenPermits", redis.zcard(taken));
-            out.put("waitingClients", connection.subscribers(Layout.semaphoreChannel(name)));
+            out.put("waitingClients", connection.baton().permitExpirableSemaphore(name).waiterCount());
             return;
         }
-        long latchWaiters = connection.subscribers(Layout.latchChannel(name));
-        long semaphoreWaiters = connection.subscribers(Layout.semaphoreChannel(name));
+        long latchWaiters = connection.baton().countDownLatch(name).waiterCount();
+        long semaphoreWaiters = connection.baton().semaphore(name).waiterCount();
         if (latchWaiters > 0) {
             out.put("kind", "count-down latch");
             out.put("count", value);

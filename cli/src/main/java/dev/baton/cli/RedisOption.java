@@ -1,5 +1,6 @@
 package dev.baton.cli;
 
+import dev.baton.Baton;
 import dev.baton.BatonOptions;
 import dev.baton.RedisUnavailableException;
 import io.lettuce.core.AbstractRedisClient;
@@ -9,21 +10,11 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
-import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
-import io.lettuce.core.codec.StringCodec;
-import io.lettuce.core.output.NestedMultiOutput;
-import io.lettuce.core.protocol.CommandArgs;
-import io.lettuce.core.protocol.CommandType;
 import picocli.CommandLine.Option;
 
 import java.time.Duration;
-import java.util.List;
-import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * The {@code --redis} option the operator commands share, and a plain connection for reading:
@@ -48,17 +39,15 @@ final class RedisOption {
             client.shutdown();
             throw new RedisUnavailableException("cannot connect to Redis: " + e.getMessage(), e);
         }
-        String info = plain.sync().info("server") + plain.sync().info("cluster");
-        int major = majorVersion(info);
-        if (!info.contains("cluster_enabled:1")) {
-            return new Connection(client, plain, plain.sync(), false, major);
+        if (!plain.sync().info("cluster").contains("cluster_enabled:1")) {
+            return new Connection(client, plain, plain.sync(), false);
         }
         plain.close();
         client.shutdown();
         RedisClusterClient cluster = RedisClusterClient.create(redisUri);
         try {
             StatefulRedisClusterConnection<String, String> c = cluster.connect();
-            return new Connection(cluster, c, c.sync(), true, major);
+            return new Connection(cluster, c, c.sync(), true);
         } catch (RedisConnectionException e) {
             cluster.shutdown();
             throw new RedisUnavailableException("cannot connect to the Redis cluster: " + e.getMessage(), e);
@@ -70,51 +59,49 @@ final class RedisOption {
         return BatonOptions.builder().redisUri(uri).cluster(connection.cluster()).build();
     }
 
-    private static int majorVersion(String info) {
-        Matcher m = Pattern.compile("(?:redis|valkey)_version:(\\d+)").matcher(info);
-        return m.find() ? Integer.parseInt(m.group(1)) : 0;
-    }
-
     /**
-     * A connection and the commands to read with.
-     *
-     * @param cluster whether Redis is a cluster
-     * @param major   the server's major version
+     * A connection and the commands to read with, and (made on first use, on the same Lettuce
+     * client) a Baton client for what the library itself reports: who waits for a synchronizer.
      */
-    record Connection(AbstractRedisClient client, StatefulConnection<String, String> connection,
-                      RedisClusterCommands<String, String> sync, boolean cluster, int major) implements AutoCloseable {
+    static final class Connection implements AutoCloseable {
+        private final AbstractRedisClient client;
+        private final StatefulConnection<String, String> connection;
+        private final RedisClusterCommands<String, String> sync;
+        private final boolean cluster;
+        private Baton baton;
 
-        /**
-         * How many connections are subscribed to {@code channel}, where Baton subscribes: the
-         * server's channel outside a cluster; in a Redis 7+ cluster the slot owner's sharded
-         * channel (SHARDNUMSUB); in an older cluster, the sum over every node.
-         */
-        long subscribers(String channel) {
-            if (!cluster) {
-                return numsub(sync.pubsubNumsub(channel), channel);
-            }
-            @SuppressWarnings("unchecked")
-            StatefulRedisClusterConnection<String, String> c = (StatefulRedisClusterConnection<String, String>) connection;
-            if (major >= 7) {
-                RedisClusterNode owner = c.getPartitions().getMasterBySlot(SlotHash.getSlot(channel));
-                List<Object> reply = c.getConnection(owner.getNodeId()).sync().dispatch(CommandType.PUBSUB,
-                        new NestedMultiOutput<>(StringCodec.UTF8), new CommandArgs<>(StringCodec.UTF8).add("SHARDNUMSUB").add(channel));
-                return reply.size() == 2 ? ((Number) reply.get(1)).longValue() : 0;
-            }
-            long total = 0;
-            for (RedisClusterNode node : c.getPartitions()) {
-                total += numsub(c.getConnection(node.getNodeId()).sync().pubsubNumsub(channel), channel);
-            }
-            return total;
+        Connection(AbstractRedisClient client, StatefulConnection<String, String> connection,
+                   RedisClusterCommands<String, String> sync, boolean cluster) {
+            this.client = client;
+            this.connection = connection;
+            this.sync = sync;
+            this.cluster = cluster;
         }
 
-        private static long numsub(Map<String, Long> counts, String channel) {
-            Long n = counts.get(channel);
-            return n == null ? 0 : n;
+        /** The commands to read with. */
+        RedisClusterCommands<String, String> sync() {
+            return sync;
+        }
+
+        /** Whether Redis is a cluster. */
+        boolean cluster() {
+            return cluster;
+        }
+
+        /** A Baton client on this connection's Lettuce client, for the library's own inspection. */
+        synchronized Baton baton() {
+            if (baton == null) {
+                BatonOptions options = BatonOptions.builder().build();
+                baton = client instanceof RedisClusterClient c ? Baton.create(c, options) : Baton.create((RedisClient) client, options);
+            }
+            return baton;
         }
 
         @Override
-        public void close() {
+        public synchronized void close() {
+            if (baton != null) {
+                baton.close();
+            }
             connection.close();
             client.shutdown();
         }

@@ -86,6 +86,12 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
     }
 
     @Override
+    public CompletionStage<Long> waiterCountAsync() {
+        services.checkOpen();
+        return services.executor().subscribers(channel);
+    }
+
+    @Override
     public CompletionStage<Long> getCountAsync() {
         return readCount();
     }

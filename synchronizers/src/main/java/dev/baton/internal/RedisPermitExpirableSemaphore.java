@@ -164,6 +164,12 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     }
 
     @Override
+    public CompletionStage<Long> waiterCountAsync() {
+        services.checkOpen();
+        return services.executor().subscribers(channel);
+    }
+
+    @Override
     public CompletionStage<Integer> availablePermitsAsync() {
         return permitsOp("available", 0).thenApply(Long::intValue);
     }

@@ -156,6 +156,12 @@ final class RedisSemaphore implements BatonSemaphore {
     }
 
     @Override
+    public CompletionStage<Long> waiterCountAsync() {
+        services.checkOpen();
+        return services.executor().subscribers(channel);
+    }
+
+    @Override
     public CompletionStage<Integer> availablePermitsAsync() {
         return services.executor().read("GET", name, c -> c.get(name))
                 .thenApply(value -> value == null ? 0 : (int) Math.max(Integer.MIN_VALUE, Long.parseLong(value)));
