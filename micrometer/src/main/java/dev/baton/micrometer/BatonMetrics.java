@@ -108,49 +108,34 @@ public final class BatonMetrics implements BatonObserver, MeterBinder {
 
     @Override
     public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos) {
-        Tags tags = Tags.of("kind", tagValue(kind), "outcome", tagValue(outcome), "name", nameTag(name));
-        for (MeterRegistry registry : registries) {
-            Timer.builder("baton.acquisitions")
-                    .description("How long Baton acquisitions waited, by how they ended")
-                    .tags(tags)
-                    .register(registry)
-                    .record(waitedNanos, TimeUnit.NANOSECONDS);
-        }
+        record("baton.acquisitions", "How long Baton acquisitions waited, by how they ended",
+                Tags.of("kind", tagValue(kind), "outcome", tagValue(outcome), "name", nameTag(name)), waitedNanos);
     }
 
     @Override
     public void released(Kind kind, String name, long heldNanos) {
-        Tags tags = Tags.of("kind", tagValue(kind), "name", nameTag(name));
-        for (MeterRegistry registry : registries) {
-            Timer.builder("baton.holds")
-                    .description("How long Baton locks were held, first hold to last release")
-                    .tags(tags)
-                    .register(registry)
-                    .record(heldNanos, TimeUnit.NANOSECONDS);
-        }
+        record("baton.holds", "How long Baton locks were held, first hold to last release",
+                Tags.of("kind", tagValue(kind), "name", nameTag(name)), heldNanos);
     }
 
     @Override
     public void leaseLost(String name, LossCause cause) {
         Tags tags = Tags.of("cause", tagValue(cause), "name", nameTag(name));
         for (MeterRegistry registry : registries) {
-            Counter.builder("baton.leases.lost")
-                    .description("Leases lost while held")
-                    .tags(tags)
-                    .register(registry)
-                    .increment();
+            Counter.builder("baton.leases.lost").description("Leases lost while held").tags(tags).register(registry).increment();
         }
     }
 
     @Override
     public void renewal(int leases, boolean succeeded, long tookNanos) {
-        Tags tags = Tags.of("outcome", succeeded ? "success" : "failure");
+        record("baton.renewals", "The watchdog's batched lease renewals",
+                Tags.of("outcome", succeeded ? "success" : "failure"), tookNanos);
+    }
+
+    /** Records one duration in the timer {@code name} with {@code tags}, in every bound registry. */
+    private void record(String name, String description, Tags tags, long nanos) {
         for (MeterRegistry registry : registries) {
-            Timer.builder("baton.renewals")
-                    .description("The watchdog's batched lease renewals")
-                    .tags(tags)
-                    .register(registry)
-                    .record(tookNanos, TimeUnit.NANOSECONDS);
+            Timer.builder(name).description(description).tags(tags).register(registry).record(nanos, TimeUnit.NANOSECONDS);
         }
     }
 
