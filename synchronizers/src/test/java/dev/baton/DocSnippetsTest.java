@@ -20,8 +20,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Every Java block of the guides (docs/guide/*.md), of docs/migration-from-redisson.md and of the
- * integration pages (docs/integrations/*.md) is code a test compiles and runs: each block is
+ * Every Java block of the README, the guides (docs/guide/*.md), docs/migration-from-redisson.md
+ * and the integration pages (docs/integrations/*.md) is code a test compiles and runs: each block is
  * introduced by {@code <!-- snippet: NAME -->}, and a test source of this module, interop/ or
  * micrometer/ holds the same lines between
  * {@code // snippet NAME begins} and {@code // snippet NAME ends} (indentation aside).
@@ -42,6 +42,7 @@ class DocSnippetsTest {
         try (Stream<Path> guides = Files.list(ROOT.resolve("docs/guide"))) {
             guides.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
         }
+        docs.add(ROOT.resolve("README.md"));
         docs.add(ROOT.resolve("docs/migration-from-redisson.md"));
         try (Stream<Path> integrations = Files.list(ROOT.resolve("docs/integrations"))) {
             integrations.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);

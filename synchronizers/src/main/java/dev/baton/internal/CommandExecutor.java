@@ -159,7 +159,7 @@ final class CommandExecutor {
         // server, LOADING) may be the second write of a command whose first write ran, so the
         // reply of the copy that follows is marked as possibly resent.
         AtomicBoolean rewritten = new AtomicBoolean();
-        CompletableFuture<Delivered<T>> sent = send(script, reply, keys, args, current, cancelLate ? deadline : 0, 0, givenUp,
+        CompletableFuture<Delivered<T>> sent = send(script, reply, keys, args, current, cancelLate ? deadline : 0, givenUp,
                 rewritten).thenApply(d -> rewritten.get() && !d.resent() ? new Delivered<>(d.value(), true) : d);
         CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0), boundNanos, () -> {
             givenUp.set(true);
@@ -182,17 +182,23 @@ final class CommandExecutor {
      */
     private <T> CompletableFuture<Delivered<T>> send(Script script, Reply reply, List<String> keys, List<String> args,
                                                     AtomicReference<AsyncCommand<String, String, T>> current,
-                                                    long retryUntil, int refusals,
-                                                    AtomicBoolean givenUp,
-                                                    AtomicBoolean rewritten) {
-        CompletableFuture<Delivered<T>> sent = this.<T>dispatch(script, true, reply, keys, args, current, rewritten)
+                                                    long retryUntil, AtomicBoolean givenUp, AtomicBoolean rewritten) {
+        Supplier<CompletableFuture<Delivered<T>>> copy = () -> this.<T>dispatch(script, true, reply, keys, args, current, rewritten)
                 .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
                         ? dispatch(script, false, reply, keys, args, current, rewritten)
                         : CompletableFuture.failedFuture(e));
-        if (retryUntil == 0) {
-            return sent;
-        }
-        return sent.exceptionallyCompose(e -> {
+        return retryUntil == 0 ? copy.get() : whileNotRun(copy, givenUp, retryUntil, 0);
+    }
+
+    /**
+     * Sends {@code copy} again, after a short, capped pause, while a copy failed in a way that
+     * says nothing ran ({@link Failures#isNotRun}) and {@code retryUntil} (a nano time) allows;
+     * a copy Lettuce refused to write because its node's connection is not up also asks for a
+     * fresh slot map. The one re-send loop for scripts and reads.
+     */
+    private <T> CompletableFuture<T> whileNotRun(Supplier<CompletableFuture<T>> copy, AtomicBoolean givenUp,
+                                                 long retryUntil, int refusals) {
+        return copy.get().exceptionallyCompose(e -> {
             long pause = backoffNanos(refusals);
             if (!isNotRun(e) || givenUp.get() || closed || scheduler.nanoTime() + pause >= retryUntil) {
                 return CompletableFuture.failedFuture(e);
@@ -200,20 +206,19 @@ final class CommandExecutor {
             if (Failures.isNotSent(e)) {
                 onUnreachable.run(); // the node's connection is not up: a cluster asks for a fresh slot map
             }
-            CompletableFuture<Delivered<T>> again = new CompletableFuture<>();
+            CompletableFuture<T> again = new CompletableFuture<>();
             scheduler.schedule(() -> {
                 if (givenUp.get()) {
                     again.completeExceptionally(e);
                     return;
                 }
-                this.<T>send(script, reply, keys, args, current, retryUntil, refusals + 1, givenUp, rewritten)
-                        .whenComplete((value, error) -> {
-                            if (error == null) {
-                                again.complete(value);
-                            } else {
-                                again.completeExceptionally(error);
-                            }
-                        });
+                whileNotRun(copy, givenUp, retryUntil, refusals + 1).whenComplete((value, error) -> {
+                    if (error == null) {
+                        again.complete(value);
+                    } else {
+                        again.completeExceptionally(error);
+                    }
+                });
             }, pause, TimeUnit.NANOSECONDS);
             return again;
         });
@@ -296,49 +301,31 @@ final class CommandExecutor {
 
     /**
      * Runs one plain read command, e.g. {@code read("EXISTS", key, c -> c.exists(key))}.
-     * Reads are idempotent, so Lettuce's re-sending them is harmless.
+     * Reads are idempotent, so Lettuce's re-sending them is harmless; like scripts, a read that
+     * certainly did not run is sent again within the command timeout.
      */
     <T> CompletableFuture<T> read(String command, String key,
                                   Function<RedisClusterAsyncCommands<String, String>, RedisFuture<T>> call) {
         AtomicReference<CompletableFuture<T>> current = new AtomicReference<>();
         AtomicBoolean givenUp = new AtomicBoolean();
-        CompletableFuture<T> sent = readCopy(call, current, givenUp, scheduler.nanoTime() + timeoutNanos, 0);
-        return bounded(sent, command + " on '" + key + "'", key, timeoutNanos, () -> {
-            givenUp.set(true);
-            CompletableFuture<T> pending = current.get();
-            if (pending != null) {
-                pending.cancel(false);
+        Supplier<CompletableFuture<T>> copy = () -> {
+            CompletableFuture<T> sent;
+            try {
+                sent = call.apply(commands.get()).toCompletableFuture();
+            } catch (RuntimeException e) {
+                sent = CompletableFuture.failedFuture(e);
             }
-        });
-    }
-
-    /** One copy of a read; a copy Lettuce refused to write (its node's connection not up yet) is sent again. */
-    private <T> CompletableFuture<T> readCopy(Function<RedisClusterAsyncCommands<String, String>, RedisFuture<T>> call,
-                                              AtomicReference<CompletableFuture<T>> current,
-                                              AtomicBoolean givenUp, long retryUntil, int refusals) {
-        CompletableFuture<T> sent;
-        try {
-            sent = call.apply(commands.get()).toCompletableFuture();
-        } catch (RuntimeException e) {
-            sent = CompletableFuture.failedFuture(e);
-        }
-        current.set(sent);
-        return sent.exceptionallyCompose(e -> {
-            long pause = backoffNanos(refusals);
-            if (!Failures.isNotSent(e) || givenUp.get() || closed || scheduler.nanoTime() + pause >= retryUntil) {
-                return CompletableFuture.failedFuture(e);
-            }
-            onUnreachable.run();
-            CompletableFuture<T> again = new CompletableFuture<>();
-            scheduler.schedule(() -> readCopy(call, current, givenUp, retryUntil, refusals + 1).whenComplete((value, error) -> {
-                if (error == null) {
-                    again.complete(value);
-                } else {
-                    again.completeExceptionally(error);
-                }
-            }), pause, TimeUnit.NANOSECONDS);
-            return again;
-        });
+            current.set(sent);
+            return sent;
+        };
+        return bounded(whileNotRun(copy, givenUp, scheduler.nanoTime() + timeoutNanos, 0), command + " on '" + key + "'",
+                key, timeoutNanos, () -> {
+                    givenUp.set(true);
+                    CompletableFuture<T> pending = current.get();
+                    if (pending != null) {
+                        pending.cancel(false);
+                    }
+                });
     }
 
     private volatile Runnable onUnreachable = () -> { };

@@ -140,9 +140,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public int getHoldCount() {
-        String owner = owner(Names.threadOwner());
-        String count = Blocking.join(services.executor().read("HGET", name, c -> c.hget(name, owner)));
-        return count == null ? 0 : Integer.parseInt(count);
+        return getHoldCount(Names.threadOwner());
     }
 
     @Override
@@ -164,9 +162,7 @@ class RedisLock implements BatonLock {
         String owner = owner(ownerId);
         Lease lease = services.leases().get(name, owner);
         if (lease == null) {
-            String reason = services.leases().lostReason(name, owner);
-            return CompletableFuture.failedFuture(reason != null ? leaseLost(owner, reason)
-                    : new IllegalMonitorStateException(recipe + " '" + name + "' is not held by owner " + owner));
+            return CompletableFuture.failedFuture(notHeld(owner, services.leases().lostReason(name, owner)));
         }
         if (lease.watchdog) {
             return CompletableFuture.failedFuture(new IllegalStateException(recipe + " '" + name + "' is held by "
@@ -373,10 +369,7 @@ class RedisLock implements BatonLock {
     private CompletableFuture<Void> release(String owner, boolean cleanup) {
         Lease lease = services.leases().get(name, owner);
         if (lease == null) {
-            String reason = services.leases().takeLostReason(name, owner);
-            return CompletableFuture.failedFuture(reason != null
-                    ? leaseLost(owner, reason)
-                    : new IllegalMonitorStateException(recipe + " '" + name + "' is not held by owner " + owner));
+            return CompletableFuture.failedFuture(notHeld(owner, services.leases().takeLostReason(name, owner)));
         }
         int heldBefore = lease.holds;
         boolean unconfirmedBefore = lease.releaseUnconfirmed;
@@ -424,6 +417,12 @@ class RedisLock implements BatonLock {
             services.leases().lostOnRelease(lease, heldBefore - 1, reason);
             throw leaseLost(owner, reason);
         });
+    }
+
+    /** Why an owner with no lease here cannot release or update: its lease was lost ({@code lostReason}), or it never held. */
+    private RuntimeException notHeld(String owner, String lostReason) {
+        return lostReason != null ? leaseLost(owner, lostReason)
+                : new IllegalMonitorStateException(recipe + " '" + name + "' is not held by owner " + owner);
     }
 
     private LeaseLostException leaseLost(String owner, String reason) {

@@ -48,33 +48,23 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public String acquire() throws InterruptedException {
-        return acquireFor(NO_EXPIRY);
+        return take(1, NO_EXPIRY, -1).get(0);
     }
 
     @Override
     public String acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
-        return acquireFor(leaseMs(leaseTime, unit));
-    }
-
-    private String acquireFor(String leaseMs) throws InterruptedException {
-        PermitAttempt attempt = new PermitAttempt(1, leaseMs);
-        Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
-        return attempt.ids.get(0);
+        return take(1, leaseMs(leaseTime, unit), -1).get(0);
     }
 
     @Override
     public List<String> acquire(int permits, long leaseTime, TimeUnit unit) throws InterruptedException {
-        PermitAttempt attempt = new PermitAttempt(Args.permitsPerCall(permits), anyLease(leaseTime, unit));
-        Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
-        return attempt.ids;
+        return take(Args.permitsPerCall(permits), anyLease(leaseTime, unit), -1);
     }
 
     @Override
     public List<String> tryAcquire(int permits, long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long waitNanos = Args.timeoutNanos(waitTime, unit);
-        PermitAttempt attempt = new PermitAttempt(Args.permitsPerCall(permits), anyLease(leaseTime, unit));
-        return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos())
-                ? attempt.ids : List.of();
+        return take(Args.permitsPerCall(permits), anyLease(leaseTime, unit), waitNanos);
     }
 
     @Override
@@ -92,9 +82,16 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long waitNanos = Args.timeoutNanos(waitTime, unit);
-        PermitAttempt attempt = new PermitAttempt(1, anyLease(leaseTime, unit));
-        return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos())
-                ? Optional.of(attempt.ids.get(0)) : Optional.empty();
+        return take(1, anyLease(leaseTime, unit), waitNanos).stream().findFirst();
+    }
+
+    /**
+     * Takes {@code permits} permits, interruptibly, waiting {@code waitNanos} (negative: as long as
+     * it takes); their ids, or none when the wait time passed.
+     */
+    private List<String> take(int permits, String leaseMs, long waitNanos) throws InterruptedException {
+        PermitAttempt attempt = new PermitAttempt(permits, leaseMs);
+        return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos()) ? attempt.ids : List.of();
     }
 
     @Override

@@ -27,14 +27,13 @@ final class ScriptRenewer implements RenewalRegistry.Renewer {
 
     /**
      * Sets one fixed lease to {@code leaseMs} from now, if its owner still holds it (the owner's
-     * updateLease); whether it is still held. Unlike the watchdog's batches this is re-sent on
-     * connection failures within the command timeout: the owner-checked PEXPIRE is idempotent.
+     * updateLease); whether it is still held. Unlike the watchdog's batches it is a change the
+     * owner asked for, so with replica sync on, too few acknowledgements fail it.
      */
     CompletableFuture<Boolean> update(Lease lease, long leaseMs) {
         boolean read = lease.renewal == LockRecipe.Renewal.READ_HOLDS;
-        List<String> keys = read ? List.of(lease.key, Layout.readHoldPrefix(lease.key, lease.owner)) : List.of(lease.key);
-        return executor.<List<Object>>eval(read ? Script.RWLOCK_READ_RENEW : Script.LOCK_RENEW, CommandExecutor.Reply.ARRAY,
-                keys, List.of(Long.toString(leaseMs), lease.owner)).thenApply(reply -> Long.valueOf(1L).equals(reply.get(0)));
+        return call(read ? Script.RWLOCK_READ_RENEW : Script.LOCK_RENEW, List.of(lease), leaseMs, read, true)
+                .thenApply(renewed -> renewed.get(0));
     }
 
     @Override
@@ -45,9 +44,9 @@ final class ScriptRenewer implements RenewalRegistry.Renewer {
             (lease.renewal == LockRecipe.Renewal.READ_HOLDS ? reads : fields).add(lease);
         }
         CompletableFuture<List<Boolean>> fieldFlags = fields.isEmpty()
-                ? CompletableFuture.completedFuture(List.of()) : call(Script.LOCK_RENEW, fields, leaseMs, false);
+                ? CompletableFuture.completedFuture(List.of()) : call(Script.LOCK_RENEW, fields, leaseMs, false, false);
         CompletableFuture<List<Boolean>> readFlags = reads.isEmpty()
-                ? CompletableFuture.completedFuture(List.of()) : call(Script.RWLOCK_READ_RENEW, reads, leaseMs, true);
+                ? CompletableFuture.completedFuture(List.of()) : call(Script.RWLOCK_READ_RENEW, reads, leaseMs, true, false);
         return fieldFlags.thenCombine(readFlags, (f, r) -> {
             List<Boolean> flags = new ArrayList<>(batch.size());
             int fi = 0;
@@ -59,7 +58,12 @@ final class ScriptRenewer implements RenewalRegistry.Renewer {
         });
     }
 
-    private CompletableFuture<List<Boolean>> call(Script script, List<Lease> leases, long leaseMs, boolean withPrefixes) {
+    /**
+     * One renewal script call for {@code leases}: an owner's update ({@code byOwner}), a change
+     * like any other, or the watchdog's batch, which too few replica acknowledgements never fail.
+     */
+    private CompletableFuture<List<Boolean>> call(Script script, List<Lease> leases, long leaseMs, boolean withPrefixes,
+                                                  boolean byOwner) {
         List<String> keys = new ArrayList<>();
         List<String> args = new ArrayList<>(leases.size() + 1);
         args.add(Long.toString(leaseMs));
@@ -70,13 +74,15 @@ final class ScriptRenewer implements RenewalRegistry.Renewer {
             }
             args.add(lease.owner);
         }
-        return executor.<List<Object>>evalRenewal(script, CommandExecutor.Reply.ARRAY, keys, args)
-                .thenApply(reply -> {
-                    List<Boolean> renewed = new ArrayList<>(reply.size());
-                    for (Object flag : reply) {
-                        renewed.add(Long.valueOf(1L).equals(flag));
-                    }
-                    return renewed;
-                });
+        CompletableFuture<List<Object>> sent = byOwner
+                ? executor.eval(script, CommandExecutor.Reply.ARRAY, keys, args)
+                : executor.evalRenewal(script, CommandExecutor.Reply.ARRAY, keys, args);
+        return sent.thenApply(reply -> {
+            List<Boolean> renewed = new ArrayList<>(reply.size());
+            for (Object flag : reply) {
+                renewed.add(Long.valueOf(1L).equals(flag));
+            }
+            return renewed;
+        });
     }
 }
