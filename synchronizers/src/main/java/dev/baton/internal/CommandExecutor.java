@@ -187,17 +187,20 @@ final class CommandExecutor {
                 .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
                         ? dispatch(script, false, reply, keys, args, current, rewritten)
                         : CompletableFuture.failedFuture(e));
-        return retryUntil == 0 ? copy.get() : whileNotRun(copy, givenUp, retryUntil, 0);
+        // A copy sent again after Lettuce refused the previous one marks the reply as possibly
+        // re-sent, as a re-send after a connection failure does: a release that then finds nothing
+        // held counts as its own, whatever became of the refused copy.
+        return retryUntil == 0 ? copy.get() : whileNotRun(copy, givenUp, retryUntil, 0, () -> rewritten.set(true));
     }
 
     /**
      * Sends {@code copy} again, after a short, capped pause, while a copy failed in a way that
      * says nothing ran ({@link Failures#isNotRun}) and {@code retryUntil} (a nano time) allows;
      * a copy Lettuce refused to write because its node's connection is not up also asks for a
-     * fresh slot map. The one re-send loop for scripts and reads.
+     * fresh slot map and runs {@code onNotSent}. The one re-send loop for scripts and reads.
      */
     private <T> CompletableFuture<T> whileNotRun(Supplier<CompletableFuture<T>> copy, AtomicBoolean givenUp,
-                                                 long retryUntil, int refusals) {
+                                                 long retryUntil, int refusals, Runnable onNotSent) {
         return copy.get().exceptionallyCompose(e -> {
             long pause = backoffNanos(refusals);
             if (!isNotRun(e) || givenUp.get() || closed || scheduler.nanoTime() + pause >= retryUntil) {
@@ -205,6 +208,7 @@ final class CommandExecutor {
             }
             if (Failures.isNotSent(e)) {
                 onUnreachable.run(); // the node's connection is not up: a cluster asks for a fresh slot map
+                onNotSent.run();
             }
             CompletableFuture<T> again = new CompletableFuture<>();
             scheduler.schedule(() -> {
@@ -212,7 +216,7 @@ final class CommandExecutor {
                     again.completeExceptionally(e);
                     return;
                 }
-                whileNotRun(copy, givenUp, retryUntil, refusals + 1).whenComplete((value, error) -> {
+                whileNotRun(copy, givenUp, retryUntil, refusals + 1, onNotSent).whenComplete((value, error) -> {
                     if (error == null) {
                         again.complete(value);
                     } else {
@@ -318,7 +322,7 @@ final class CommandExecutor {
             current.set(sent);
             return sent;
         };
-        return bounded(whileNotRun(copy, givenUp, scheduler.nanoTime() + timeoutNanos, 0), command + " on '" + key + "'",
+        return bounded(whileNotRun(copy, givenUp, scheduler.nanoTime() + timeoutNanos, 0, () -> { }), command + " on '" + key + "'",
                 key, timeoutNanos, () -> {
                     givenUp.set(true);
                     CompletableFuture<T> pending = current.get();
