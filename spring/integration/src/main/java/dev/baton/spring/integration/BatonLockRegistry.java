@@ -1,0 +1,326 @@
+package dev.baton.spring.integration;
+
+import dev.baton.Baton;
+import dev.baton.BatonLock;
+import dev.baton.RedisUnavailableException;
+import org.springframework.integration.support.locks.DistributedLock;
+import org.springframework.integration.support.locks.ExpirableLockRegistry;
+import org.springframework.integration.support.locks.RenewableLockRegistry;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
+
+/**
+ * A Spring Integration lock registry on Baton's locks. {@link #obtain(Object)} returns one cached
+ * {@link DistributedLock} per key, a Baton lock named {@code <registryKey>:<key>} (so a Redisson
+ * client, or Baton directly, can take the same lock).
+ *
+ * <p>Unlike a polling registry, a waiting thread is woken by Baton's pub/sub message when the lock
+ * is released, and it waits without a busy loop. By default a held lock is kept alive by Baton's
+ * watchdog for as long as its holder runs, and its loss (expired, deleted, Redis lost its data) is
+ * reported to the client's {@code LeaseLostListener} and thrown from {@code unlock()} as a
+ * {@link dev.baton.LeaseLostException}; with {@link Builder#leaseTime(Duration)} every hold has a
+ * fixed lease instead, renewed only by {@link #renewLock(Object)}.
+ *
+ * <p>How each wait can end is as for {@link BatonLock}: {@code lock()} waits until acquired;
+ * {@code lockInterruptibly()} also ends with {@link InterruptedException}; {@code tryLock(time,
+ * unit)} returns {@code false} when the time passes. Any of them throws
+ * {@link RedisUnavailableException} if Redis does not answer within the client's command timeout.
+ * Locks are owned by threads: the thread that locked is the one that unlocks.
+ *
+ * <pre>{@code
+ * BatonLockRegistry registry = BatonLockRegistry.builder(baton, "orders").build();
+ * Lock lock = registry.obtain("order-42");
+ * }</pre>
+ */
+public final class BatonLockRegistry
+        implements ExpirableLockRegistry<DistributedLock>, RenewableLockRegistry<DistributedLock> {
+
+    private final Baton baton;
+    private final String registryKey;
+    private final boolean fair;
+    private final Duration leaseTime;
+    private final Map<String, RegistryLock> locks = new ConcurrentHashMap<>();
+
+    private BatonLockRegistry(Builder b) {
+        this.baton = b.baton;
+        this.registryKey = b.registryKey;
+        this.fair = b.fair;
+        this.leaseTime = b.leaseTime;
+    }
+
+    /**
+     * A builder for a registry on {@code baton} whose locks are named {@code registryKey + ":" + key}.
+     *
+     * @throws NullPointerException     if an argument is null
+     * @throws IllegalArgumentException if {@code registryKey} is empty
+     */
+    public static Builder builder(Baton baton, String registryKey) {
+        return new Builder(baton, registryKey);
+    }
+
+    /**
+     * The lock for {@code lockKey}, the same instance for the same key until it is expired by
+     * {@link #expireUnusedOlderThan(long)}.
+     *
+     * @throws IllegalArgumentException if {@code lockKey} is not a non-empty {@link String}
+     */
+    @Override
+    public DistributedLock obtain(Object lockKey) {
+        String key = key(lockKey);
+        RegistryLock lock = locks.computeIfAbsent(key, k -> new RegistryLock(lockOf(registryKey + ":" + k)));
+        lock.touch();
+        return lock;
+    }
+
+    /**
+     * Drops from the cache every lock that no thread of this registry holds and that was last
+     * obtained, locked or unlocked more than {@code age} milliseconds ago. A dropped lock keeps
+     * working; the next {@link #obtain(Object)} for its key returns a new instance.
+     */
+    @Override
+    public void expireUnusedOlderThan(long age) {
+        long now = System.currentTimeMillis();
+        locks.values().removeIf(lock -> lock.localHolds.get() == 0 && now - lock.lastUsed > age);
+    }
+
+    /**
+     * Renews the current thread's hold of the lock for {@code lockKey}: with a fixed lease, gives
+     * it a whole new lease from now; under the watchdog (the default) there is nothing to renew,
+     * and this only checks that the current thread holds it.
+     *
+     * @throws IllegalArgumentException     if {@code lockKey} is not a non-empty string
+     * @throws IllegalMonitorStateException if the current thread does not hold the lock
+     * @throws dev.baton.LeaseLostException if its lease had already been lost
+     * @throws RedisUnavailableException    if Redis did not answer within the command timeout
+     */
+    @Override
+    public void renewLock(Object lockKey) {
+        if (leaseTime == null) {
+            if (!heldLock(lockKey).isHeldByCurrentThread()) {
+                throw new IllegalMonitorStateException("the current thread does not hold " + lockName(lockKey));
+            }
+            return;
+        }
+        heldLock(lockKey).updateLease(leaseTime);
+    }
+
+    /**
+     * Gives the current thread's hold of the lock for {@code lockKey} a new fixed lease of
+     * {@code timeToLive} from now. A hold kept by the watchdog cannot be switched to a fixed
+     * lease: that throws {@link IllegalStateException}.
+     *
+     * @throws IllegalArgumentException     if {@code lockKey} is not a non-empty string, or
+     *                                      {@code timeToLive} is not positive
+     * @throws IllegalMonitorStateException if the current thread does not hold the lock
+     * @throws IllegalStateException        if the hold is renewed by the watchdog
+     * @throws dev.baton.LeaseLostException if its lease had already been lost
+     * @throws RedisUnavailableException    if Redis did not answer within the command timeout
+     */
+    @Override
+    public void renewLock(Object lockKey, Duration timeToLive) {
+        Objects.requireNonNull(timeToLive, "timeToLive");
+        heldLock(lockKey).updateLease(timeToLive);
+    }
+
+    /** How many locks the registry caches now. */
+    public int size() {
+        return locks.size();
+    }
+
+    @Override
+    public String toString() {
+        return "BatonLockRegistry{" + registryKey + (fair ? ", fair" : "")
+                + (leaseTime == null ? ", watchdog" : ", lease " + leaseTime) + "}";
+    }
+
+    private BatonLock heldLock(Object lockKey) {
+        RegistryLock lock = locks.get(key(lockKey));
+        if (lock == null) {
+            throw new IllegalMonitorStateException("the current thread does not hold " + lockName(lockKey)
+                    + ": the registry has no lock for it");
+        }
+        lock.touch();
+        return lock.lock;
+    }
+
+    private String lockName(Object lockKey) {
+        return "'" + registryKey + ":" + lockKey + "'";
+    }
+
+    private BatonLock lockOf(String name) {
+        return fair ? baton.fairLock(name) : baton.lock(name);
+    }
+
+    private static String key(Object lockKey) {
+        if (!(lockKey instanceof String key)) {
+            throw new IllegalArgumentException("a lock key must be a String, not "
+                    + (lockKey == null ? "null" : lockKey.getClass().getName()));
+        }
+        if (key.isEmpty()) {
+            throw new IllegalArgumentException("a lock key must not be empty");
+        }
+        return key;
+    }
+
+    /** One cached lock: Baton's lock with the registry's lease policy and a local hold count. */
+    private final class RegistryLock implements DistributedLock {
+        final BatonLock lock;
+        final AtomicInteger localHolds = new AtomicInteger();
+        volatile long lastUsed;
+
+        RegistryLock(BatonLock lock) {
+            this.lock = lock;
+        }
+
+        void touch() {
+            lastUsed = System.currentTimeMillis();
+        }
+
+        private boolean held(boolean acquired) {
+            if (acquired) {
+                localHolds.incrementAndGet();
+            }
+            touch();
+            return acquired;
+        }
+
+        @Override
+        public void lock() {
+            if (leaseTime == null) {
+                lock.lock();
+            } else {
+                lock.lock(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
+            }
+            held(true);
+        }
+
+        @Override
+        public void lock(Duration ttl) {
+            lock.lock(millis(ttl, "ttl"), TimeUnit.MILLISECONDS);
+            held(true);
+        }
+
+        @Override
+        public void lockInterruptibly() throws InterruptedException {
+            if (leaseTime == null) {
+                lock.lockInterruptibly();
+            } else {
+                lock.lockInterruptibly(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
+            }
+            held(true);
+        }
+
+        @Override
+        public boolean tryLock() {
+            if (leaseTime == null) {
+                return held(lock.tryLock());
+            }
+            try {
+                return held(lock.tryLock(0, leaseTime.toMillis(), TimeUnit.MILLISECONDS));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+
+        @Override
+        public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+            if (leaseTime == null) {
+                return held(lock.tryLock(time, unit));
+            }
+            return held(lock.tryLock(unit.toMillis(time), leaseTime.toMillis(), TimeUnit.MILLISECONDS));
+        }
+
+        @Override
+        public boolean tryLock(Duration waitTime, Duration ttl) throws InterruptedException {
+            return held(lock.tryLock(millis(waitTime, "waitTime"), millis(ttl, "ttl"), TimeUnit.MILLISECONDS));
+        }
+
+        /**
+         * Releases one hold. A lost lease is thrown as {@link dev.baton.LeaseLostException} (the
+         * hold is gone either way); a release Redis did not confirm keeps the hold, as in Baton.
+         */
+        @Override
+        public void unlock() {
+            try {
+                lock.unlock();
+                localHolds.decrementAndGet();
+            } catch (RedisUnavailableException e) {
+                throw e;
+            } catch (IllegalMonitorStateException e) {
+                if (e instanceof dev.baton.LeaseLostException) {
+                    localHolds.decrementAndGet();
+                }
+                throw e;
+            } finally {
+                touch();
+            }
+        }
+
+        @Override
+        public Condition newCondition() {
+            throw new UnsupportedOperationException("a Baton lock has no conditions: " + lock.getName());
+        }
+
+        @Override
+        public String toString() {
+            return "BatonLockRegistry.lock{" + lock.getName() + "}";
+        }
+    }
+
+    private static long millis(Duration d, String what) {
+        Objects.requireNonNull(d, what);
+        if (d.isNegative()) {
+            throw new IllegalArgumentException(what + " must not be negative: " + d);
+        }
+        return d.toMillis();
+    }
+
+    /** Options of a {@link BatonLockRegistry}. */
+    public static final class Builder {
+        private final Baton baton;
+        private final String registryKey;
+        private boolean fair;
+        private Duration leaseTime;
+
+        private Builder(Baton baton, String registryKey) {
+            this.baton = Objects.requireNonNull(baton, "baton");
+            this.registryKey = Objects.requireNonNull(registryKey, "registryKey");
+            if (registryKey.isEmpty()) {
+                throw new IllegalArgumentException("registryKey must not be empty");
+            }
+        }
+
+        /** Fair locks (first come, first served) instead of the default non-fair ones. */
+        public Builder fair(boolean fair) {
+            this.fair = fair;
+            return this;
+        }
+
+        /**
+         * A fixed lease for every hold instead of the watchdog: a hold ends {@code leaseTime}
+         * after it was taken unless it is renewed with {@link #renewLock(Object)}; {@code null}
+         * (the default) means the watchdog keeps a hold alive while its client runs.
+         *
+         * @throws IllegalArgumentException if {@code leaseTime} is zero or negative
+         */
+        public Builder leaseTime(Duration leaseTime) {
+            if (leaseTime != null && (leaseTime.isZero() || leaseTime.isNegative())) {
+                throw new IllegalArgumentException("leaseTime must be positive: " + leaseTime);
+            }
+            this.leaseTime = leaseTime;
+            return this;
+        }
+
+        /** The registry. */
+        public BatonLockRegistry build() {
+            return new BatonLockRegistry(this);
+        }
+    }
+}

@@ -1,0 +1,250 @@
+package dev.baton.spring.integration;
+
+import dev.baton.Baton;
+import dev.baton.BatonOptions;
+import dev.baton.LeaseLostException;
+import dev.baton.testkit.Await;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.integration.leader.Context;
+import org.springframework.integration.leader.DefaultCandidate;
+import org.springframework.integration.support.leader.LockRegistryLeaderInitiator;
+import org.springframework.integration.support.locks.DistributedLock;
+
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@link BatonLockRegistry} on a real Redis, with two clients standing for two processes. */
+@ExtendWith(RedisExtension.class)
+class BatonLockRegistryTest {
+    private final RedisServer redis;
+    private Baton a;
+    private Baton b;
+    private final ExecutorService pool = Executors.newCachedThreadPool();
+
+    BatonLockRegistryTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        BatonOptions options = BatonOptions.builder().redisUri(redis.uri())
+                .watchdogTimeout(Duration.ofMillis(900)).commandTimeout(Duration.ofSeconds(1)).build();
+        a = Baton.create(options);
+        b = Baton.create(options);
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        pool.shutdownNow();
+        assertTrue(pool.awaitTermination(5, TimeUnit.SECONDS), "test threads ended");
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void oneCachedLockPerKeyNamedUnderTheRegistryKey() {
+        // snippet integration-registry begins
+        BatonLockRegistry registry = BatonLockRegistry.builder(baton(), "orders").build();
+        Lock lock = registry.obtain("order-42");
+        lock.lock();
+        try {
+            // ... only one instance of the service is here at a time
+        } finally {
+            lock.unlock();
+        }
+        // snippet integration-registry ends
+        assertSame(lock, registry.obtain("order-42"));
+        assertNotSame(lock, registry.obtain("order-43"));
+        lock.lock();
+        try {
+            assertEquals(1L, redis.command("EXISTS", "orders:order-42"), "the lock's key in Redis");
+            assertTrue(a.lock("orders:order-42").isHeldByCurrentThread(), "the same lock as Baton's");
+        } finally {
+            lock.unlock();
+        }
+        assertEquals(0L, redis.command("EXISTS", "orders:order-42"));
+    }
+
+    private Baton baton() {
+        return a;
+    }
+
+    @Test
+    void badKeysAndOptionsAreRefusedByName() {
+        BatonLockRegistry registry = BatonLockRegistry.builder(a, "r").build();
+        IllegalArgumentException notString = assertThrows(IllegalArgumentException.class, () -> registry.obtain(42));
+        assertTrue(notString.getMessage().contains("java.lang.Integer"), notString.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> registry.obtain(""));
+        assertThrows(IllegalArgumentException.class, () -> registry.obtain(null));
+        assertThrows(IllegalArgumentException.class, () -> BatonLockRegistry.builder(a, ""));
+        assertThrows(IllegalArgumentException.class, () -> BatonLockRegistry.builder(a, "r").leaseTime(Duration.ZERO));
+        assertThrows(NullPointerException.class, () -> BatonLockRegistry.builder(null, "r"));
+    }
+
+    @Test
+    void aWaiterInAnotherProcessIsWokenByTheReleaseWithoutPolling() throws Exception {
+        // The holder's lease is fixed, so no watchdog renewal is counted below: only the waiter's.
+        Lock held = BatonLockRegistry.builder(a, "jobs").leaseTime(Duration.ofSeconds(30)).build().obtain("nightly");
+        Lock wanted = BatonLockRegistry.builder(b, "jobs").build().obtain("nightly");
+        held.lock();
+        CountDownLatch waiting = new CountDownLatch(1);
+        Future<Boolean> waiter = pool.submit(() -> {
+            waiting.countDown();
+            boolean got = wanted.tryLock(10, TimeUnit.SECONDS);
+            if (got) {
+                wanted.unlock();
+            }
+            return got;
+        });
+        assertTrue(waiting.await(5, TimeUnit.SECONDS));
+        redis.awaitSubscribers("redisson_lock__channel:{jobs:nightly}", 1);
+        long scriptsBefore = redis.calls("evalsha") + redis.calls("eval");
+        Thread.sleep(1000); // the waiter waits a second: a polling registry would ask Redis many times
+        long asked = redis.calls("evalsha") + redis.calls("eval") - scriptsBefore;
+        assertTrue(asked <= 2, "scripts sent while one waiter waited a second: " + asked);
+        held.unlock();
+        assertTrue(waiter.get(5, TimeUnit.SECONDS), "woken by the release and acquired");
+    }
+
+    @Test
+    void aFixedLeaseIsRenewedByRenewLockAndItsLossIsThrownOnUnlock() throws Exception {
+        BatonLockRegistry registry = BatonLockRegistry.builder(a, "leases").leaseTime(Duration.ofMillis(700)).build();
+        Lock lock = registry.obtain("k");
+        lock.lock();
+        long ttl = a.lock("leases:k").remainTimeToLive();
+        assertTrue(ttl > 0 && ttl <= 700, "fixed lease: " + ttl);
+        registry.renewLock("k", Duration.ofSeconds(30));
+        assertTrue(a.lock("leases:k").remainTimeToLive() > 20_000, "renewed to 30 s");
+        registry.renewLock("k");
+        long renewed = a.lock("leases:k").remainTimeToLive();
+        assertTrue(renewed > 0 && renewed <= 700, "renewed to the registry's lease: " + renewed);
+        Future<?> other = pool.submit(() -> registry.renewLock("k"));
+        Exception notOwner = assertThrows(Exception.class, () -> other.get(5, TimeUnit.SECONDS));
+        assertTrue(notOwner.getCause() instanceof IllegalMonitorStateException, String.valueOf(notOwner.getCause()));
+        Await.until(Duration.ofSeconds(3), () -> "the lease ran out",
+                () -> (Long) redis.command("EXISTS", "leases:k") == 0L);
+        assertThrows(LeaseLostException.class, lock::unlock);
+    }
+
+    @Test
+    void aWatchdogHoldIsKeptAliveAndCannotBeTurnedIntoAFixedLease() throws Exception {
+        BatonLockRegistry registry = BatonLockRegistry.builder(a, "wd").build();
+        DistributedLock lock = registry.obtain("k");
+        lock.lock();
+        try {
+            registry.renewLock("k");
+            assertThrows(IllegalStateException.class, () -> registry.renewLock("k", Duration.ofSeconds(5)));
+            Thread.sleep(1500); // past the 900 ms watchdog timeout: only renewal keeps it
+            assertEquals(1L, redis.command("EXISTS", "wd:k"), "kept alive by the watchdog");
+        } finally {
+            lock.unlock();
+        }
+        assertThrows(IllegalMonitorStateException.class, () -> registry.renewLock("k"));
+        assertThrows(IllegalMonitorStateException.class, () -> registry.renewLock("never-obtained"));
+    }
+
+    @Test
+    void aLockWithItsOwnTimeToLiveAndAFairRegistry() throws Exception {
+        BatonLockRegistry fair = BatonLockRegistry.builder(a, "fair").fair(true).build();
+        DistributedLock lock = fair.obtain("k");
+        assertTrue(lock.tryLock(Duration.ZERO, Duration.ofMillis(5000)));
+        try {
+            long ttl = a.fairLock("fair:k").remainTimeToLive();
+            assertTrue(ttl > 4000 && ttl <= 5000, "its own lease: " + ttl);
+            DistributedLock other = BatonLockRegistry.builder(b, "fair").fair(true).build().obtain("k");
+            assertFalse(pool.submit(() -> other.tryLock(Duration.ofMillis(100), Duration.ofSeconds(1)))
+                    .get(5, TimeUnit.SECONDS), "held by the first registry's client");
+        } finally {
+            lock.unlock();
+        }
+        assertEquals(0L, redis.command("EXISTS", "fair:k"));
+    }
+
+    @Test
+    void unusedLocksExpireFromTheCacheButHeldOnesStay() throws Exception {
+        BatonLockRegistry registry = BatonLockRegistry.builder(a, "cache").build();
+        Lock held = registry.obtain("held");
+        Lock idle = registry.obtain("idle");
+        held.lock();
+        try {
+            Thread.sleep(50);
+            registry.expireUnusedOlderThan(10);
+            assertEquals(1, registry.size());
+            assertSame(held, registry.obtain("held"));
+            assertNotSame(idle, registry.obtain("idle"));
+        } finally {
+            held.unlock();
+        }
+        Thread.sleep(50);
+        registry.expireUnusedOlderThan(10);
+        assertEquals(0, registry.size());
+    }
+
+    @Test
+    void springIntegrationsLeaderInitiatorElectsOneLeaderAndFailsOver() throws Exception {
+        Set<String> leaders = ConcurrentHashMap.newKeySet();
+        CountDownLatch firstGranted = new CountDownLatch(1);
+        CountDownLatch secondGranted = new CountDownLatch(1);
+        LockRegistryLeaderInitiator one = initiator(a, "one", leaders, firstGranted, secondGranted);
+        LockRegistryLeaderInitiator two = initiator(b, "two", leaders, firstGranted, secondGranted);
+        one.start();
+        two.start();
+        try {
+            assertTrue(firstGranted.await(10, TimeUnit.SECONDS), "a leader was elected");
+            Thread.sleep(1000); // several heartbeats: the other must not become leader too
+            assertEquals(1, leaders.size(), "one leader at a time: " + leaders);
+            LockRegistryLeaderInitiator leader = leaders.contains("one") ? one : two;
+            leader.stop();
+            assertTrue(secondGranted.await(10, TimeUnit.SECONDS), "the other took over");
+            assertEquals(1, leaders.size(), "one leader at a time: " + leaders);
+            assertFalse(leaders.contains(leader == one ? "one" : "two"));
+        } finally {
+            one.stop();
+            two.stop();
+        }
+    }
+
+    private static LockRegistryLeaderInitiator initiator(Baton baton, String id, Set<String> leaders,
+                                                         CountDownLatch first, CountDownLatch second) {
+        BatonLockRegistry registry = BatonLockRegistry.builder(baton, "leader").build();
+        LockRegistryLeaderInitiator initiator = new LockRegistryLeaderInitiator(registry, new DefaultCandidate(id, "batch") {
+            @Override
+            public void onGranted(Context ctx) {
+                leaders.add(id);
+                if (first.getCount() > 0) {
+                    first.countDown();
+                } else {
+                    second.countDown();
+                }
+            }
+
+            @Override
+            public void onRevoked(Context ctx) {
+                leaders.remove(id);
+            }
+        });
+        initiator.setHeartBeatMillis(200);
+        initiator.setBusyWaitMillis(200);
+        return initiator;
+    }
+}
