@@ -1,0 +1,122 @@
+package dev.baton.shedlock;
+
+import dev.baton.Baton;
+import dev.baton.BatonOptions;
+import dev.baton.testkit.Await;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import net.javacrumbs.shedlock.core.ClockProvider;
+import net.javacrumbs.shedlock.core.LockConfiguration;
+import net.javacrumbs.shedlock.core.LockProvider;
+import net.javacrumbs.shedlock.core.SimpleLock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@link BatonLockProvider}'s ShedLock semantics on a real Redis; two clients stand for two nodes. */
+@ExtendWith(RedisExtension.class)
+class BatonLockProviderTest {
+    private final RedisServer redis;
+    private Baton a;
+    private Baton b;
+
+    BatonLockProviderTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        BatonOptions options = BatonOptions.builder().redisUri(redis.uri()).commandTimeout(Duration.ofSeconds(1)).build();
+        a = Baton.create(options);
+        b = Baton.create(options);
+    }
+
+    @AfterEach
+    void close() {
+        a.close();
+        b.close();
+    }
+
+    private static LockConfiguration config(String name, Duration atMost, Duration atLeast) {
+        return new LockConfiguration(ClockProvider.now(), name, atMost, atLeast);
+    }
+
+    private long ttl(String key) {
+        return (Long) redis.command("PTTL", key);
+    }
+
+    @Test
+    void oneNodeGetsTheLockForLockAtMostForAndReleasesItOnUnlock() {
+        LockProvider nodeA = new BatonLockProvider(a);
+        LockProvider nodeB = new BatonLockProvider(b);
+        Optional<SimpleLock> lock = nodeA.lock(config("report", Duration.ofSeconds(10), Duration.ZERO));
+        assertTrue(lock.isPresent());
+        long ttl = ttl("shedlock:report");
+        assertTrue(ttl > 9000 && ttl <= 10_000, "the lease is lockAtMostFor: " + ttl);
+        assertTrue(nodeB.lock(config("report", Duration.ofSeconds(10), Duration.ZERO)).isEmpty(), "the other node");
+        assertTrue(nodeA.lock(config("report", Duration.ofSeconds(10), Duration.ZERO)).isEmpty(), "another run here");
+        lock.get().unlock();
+        assertEquals(-2L, ttl("shedlock:report"), "released");
+        assertTrue(nodeB.lock(config("report", Duration.ofSeconds(10), Duration.ZERO)).isPresent());
+        assertThrows(IllegalStateException.class, () -> lock.get().unlock(), "ShedLock's own check: unlocked twice");
+    }
+
+    @Test
+    void anEarlyUnlockKeepsTheLockUntilLockAtLeastFor() {
+        LockProvider provider = new BatonLockProvider(a, "jobs:");
+        SimpleLock lock = provider.lock(config("sync", Duration.ofSeconds(10), Duration.ofMillis(1500))).orElseThrow();
+        lock.unlock();
+        long ttl = ttl("jobs:sync");
+        assertTrue(ttl > 1000 && ttl <= 1500, "kept for what is left of lockAtLeastFor: " + ttl);
+        assertTrue(new BatonLockProvider(b, "jobs:").lock(config("sync", Duration.ofSeconds(10), Duration.ZERO)).isEmpty());
+        Await.until(Duration.ofSeconds(3), () -> "lockAtLeastFor passed", () -> ttl("jobs:sync") == -2L);
+        assertTrue(new BatonLockProvider(b, "jobs:").lock(config("sync", Duration.ofSeconds(10), Duration.ZERO)).isPresent());
+    }
+
+    @Test
+    void extensionReplacesTheLeaseFromAnyThreadAndFailsOnceTheLeaseIsGone() throws Exception {
+        LockProvider provider = new BatonLockProvider(a);
+        SimpleLock lock = provider.lock(config("long", Duration.ofSeconds(2), Duration.ZERO)).orElseThrow();
+        // ShedLock's KeepAliveLockProvider extends from its own thread: no thread owns the lock.
+        SimpleLock extended = CompletableFuture.supplyAsync(() -> lock.extend(Duration.ofSeconds(30), Duration.ZERO))
+                .get(5, TimeUnit.SECONDS).orElseThrow();
+        assertTrue(ttl("shedlock:long") > 29_000, "extended to 30 s: " + ttl("shedlock:long"));
+        assertThrows(IllegalStateException.class, lock::unlock, "the lock before the extension is no longer valid");
+
+        SimpleLock shortened = extended.extend(Duration.ofMillis(300), Duration.ZERO).orElseThrow();
+        Await.until(Duration.ofSeconds(3), () -> "the 300 ms lease ran out", () -> ttl("shedlock:long") == -2L);
+        assertTrue(new BatonLockProvider(b).lock(config("long", Duration.ofSeconds(10), Duration.ZERO)).isPresent(),
+                "another node took it");
+        assertFalse(shortened.extend(Duration.ofSeconds(10), Duration.ZERO).isPresent(), "no extension of a lost lock");
+    }
+
+    @Test
+    void aTaskThatOutlivedLockAtMostForUnlocksWithoutThrowingAndLeavesTheNextHolderAlone() {
+        LockProvider provider = new BatonLockProvider(a);
+        SimpleLock late = provider.lock(config("slow", Duration.ofMillis(300), Duration.ZERO)).orElseThrow();
+        Await.until(Duration.ofSeconds(3), () -> "lockAtMostFor passed", () -> ttl("shedlock:slow") == -2L);
+        SimpleLock next = new BatonLockProvider(b).lock(config("slow", Duration.ofSeconds(10), Duration.ZERO)).orElseThrow();
+        late.unlock();
+        assertTrue(ttl("shedlock:slow") > 9000, "the next holder's lock is untouched");
+        next.unlock();
+    }
+
+    @Test
+    void badArgumentsAreRefused() {
+        assertThrows(NullPointerException.class, () -> new BatonLockProvider(null));
+        assertThrows(NullPointerException.class, () -> new BatonLockProvider(a, null));
+        assertThrows(NullPointerException.class, () -> new BatonLockProvider(a).lock(null));
+    }
+}
