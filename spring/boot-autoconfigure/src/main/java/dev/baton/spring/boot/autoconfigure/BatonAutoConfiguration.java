@@ -1,0 +1,152 @@
+package dev.baton.spring.boot.autoconfigure;
+
+import dev.baton.Baton;
+import dev.baton.BatonObserver;
+import dev.baton.BatonOptions;
+import dev.baton.LeaseLostListener;
+import io.lettuce.core.AbstractRedisClient;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.cluster.RedisClusterClient;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Lazy;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+
+import java.util.List;
+
+/**
+ * A {@link Baton} client on the application's Lettuce connection factory: the same Lettuce client
+ * (so its resources, URIs, Sentinel or Cluster settings, credentials and TLS), with Baton's own
+ * connections opened from it.
+ *
+ * <p>The client is created lazily, when something first uses it (so the application starts while
+ * Redis is down), and closed with the context, before the connection factory. It backs off when the
+ * application defines its own {@code Baton} bean, and does nothing without a
+ * {@link LettuceConnectionFactory} or with {@code baton.enabled=false}. Every
+ * {@link LeaseLostListener} and {@link BatonObserver} bean is registered with it, and every
+ * {@link BatonOptionsCustomizer} bean may change its options.
+ */
+@AutoConfiguration(after = DataRedisAutoConfiguration.class)
+@ConditionalOnClass({Baton.class, LettuceConnectionFactory.class})
+@ConditionalOnBean(LettuceConnectionFactory.class)
+@ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
+@EnableConfigurationProperties(BatonProperties.class)
+public class BatonAutoConfiguration {
+
+    /**
+     * The client.
+     *
+     * @throws IllegalStateException if the connection factory's client is neither a
+     *                               {@link RedisClient} nor a {@link RedisClusterClient}
+     */
+    @Bean(destroyMethod = "close")
+    @Lazy
+    @ConditionalOnMissingBean(Baton.class)
+    public Baton baton(LettuceConnectionFactory connectionFactory, BatonProperties properties,
+                       ObjectProvider<BatonOptionsCustomizer> customizers,
+                       ObjectProvider<LeaseLostListener> leaseLostListeners,
+                       ObjectProvider<BatonObserver> observers) {
+        BatonOptions.Builder builder = properties.apply(BatonOptions.builder());
+        List<LeaseLostListener> listeners = leaseLostListeners.orderedStream().toList();
+        if (!listeners.isEmpty()) {
+            builder.leaseLostListener(listeners.size() == 1 ? listeners.get(0) : new LeaseLostListeners(listeners));
+        }
+        List<BatonObserver> observerList = observers.orderedStream().toList();
+        if (!observerList.isEmpty()) {
+            builder.observer(observerList.size() == 1 ? observerList.get(0) : new BatonObservers(observerList));
+        }
+        customizers.orderedStream().forEach(c -> c.customize(builder));
+        BatonOptions options = builder.build();
+        AbstractRedisClient client = connectionFactory.getRequiredNativeClient();
+        if (client instanceof RedisClusterClient cluster) {
+            return Baton.create(cluster, options);
+        }
+        if (client instanceof RedisClient standalone) {
+            return Baton.create(standalone, options);
+        }
+        throw new IllegalStateException("Baton needs a Lettuce RedisClient or RedisClusterClient, but the connection "
+                + "factory's client is a " + client.getClass().getName());
+    }
+
+    /** Every lease-lost listener bean, each told in order; one that throws does not stop the rest. */
+    static final class LeaseLostListeners implements LeaseLostListener {
+        private final List<LeaseLostListener> listeners;
+
+        LeaseLostListeners(List<LeaseLostListener> listeners) {
+            this.listeners = List.copyOf(listeners);
+        }
+
+        @Override
+        public void leaseLost(String lockName, String ownerId, String reason) {
+            RuntimeException first = null;
+            for (LeaseLostListener listener : listeners) {
+                try {
+                    listener.leaseLost(lockName, ownerId, reason);
+                } catch (RuntimeException e) {
+                    if (first == null) {
+                        first = e;
+                    } else {
+                        first.addSuppressed(e);
+                    }
+                }
+            }
+            if (first != null) {
+                throw first;
+            }
+        }
+    }
+
+    /** Every observer bean, each told in order; one that throws does not stop the rest. */
+    static final class BatonObservers implements BatonObserver {
+        private final List<BatonObserver> observers;
+
+        BatonObservers(List<BatonObserver> observers) {
+            this.observers = List.copyOf(observers);
+        }
+
+        private void each(java.util.function.Consumer<BatonObserver> call) {
+            RuntimeException first = null;
+            for (BatonObserver observer : observers) {
+                try {
+                    call.accept(observer);
+                } catch (RuntimeException e) {
+                    if (first == null) {
+                        first = e;
+                    } else {
+                        first.addSuppressed(e);
+                    }
+                }
+            }
+            if (first != null) {
+                throw first;
+            }
+        }
+
+        @Override
+        public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos) {
+            each(o -> o.acquisitionEnded(kind, name, outcome, waitedNanos));
+        }
+
+        @Override
+        public void released(Kind kind, String name, long heldNanos) {
+            each(o -> o.released(kind, name, heldNanos));
+        }
+
+        @Override
+        public void leaseLost(String name, LossCause cause) {
+            each(o -> o.leaseLost(name, cause));
+        }
+
+        @Override
+        public void renewal(int leases, boolean succeeded, long tookNanos) {
+            each(o -> o.renewal(leases, succeeded, tookNanos));
+        }
+    }
+}

@@ -1,0 +1,254 @@
+package dev.baton.spring.boot.autoconfigure;
+
+import dev.baton.Baton;
+import dev.baton.BatonLock;
+import dev.baton.BatonOptions;
+import dev.baton.LeaseLostListener;
+import dev.baton.micrometer.BatonMetrics;
+import dev.baton.shedlock.BatonLockProvider;
+import dev.baton.spring.integration.BatonLockRegistry;
+import dev.baton.testkit.Await;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import io.micrometer.core.instrument.MeterRegistry;
+import net.javacrumbs.shedlock.core.LockProvider;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.integration.support.locks.LockRegistry;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The auto-configuration in application contexts on a real Redis. */
+@ExtendWith(RedisExtension.class)
+class BatonAutoConfigurationTest {
+    private final RedisServer redis;
+    private ApplicationContextRunner runner;
+
+    BatonAutoConfigurationTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void runner() {
+        redis.command("FLUSHALL");
+        runner = new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, BatonAutoConfiguration.class,
+                        BatonMetricsAutoConfiguration.class, BatonHealthAutoConfiguration.class,
+                        BatonIntegrationAutoConfiguration.class, BatonShedLockAutoConfiguration.class))
+                .withPropertyValues("spring.data.redis.host=" + redis.host(), "spring.data.redis.port=" + redis.port());
+    }
+
+    private long connectionsNamed(String name) {
+        String list = String.valueOf(redis.command("CLIENT", "LIST"));
+        return list.lines().filter(line -> line.contains(" name=" + name + " ")).count();
+    }
+
+    @Test
+    void aLazyBatonBeanOnTheApplicationsLettuceClientClosedWithTheContext() {
+        runner.withPropertyValues("spring.data.redis.client-name=orders-service").run(context -> {
+            assertFalse(context.getBeanFactory().containsSingleton("baton"), "not created before it is used");
+            long before = connectionsNamed("orders-service");
+            Baton baton = context.getBean(Baton.class);
+            BatonLock lock = baton.lock("invoice-7");
+            lock.lock();
+            try {
+                assertEquals(1L, redis.command("EXISTS", "invoice-7"));
+            } finally {
+                lock.unlock();
+            }
+            assertTrue(connectionsNamed("orders-service") > before,
+                    "Baton's connections come from the application's client (they carry its client name)");
+        });
+        Await.until(Duration.ofSeconds(5), () -> "Baton's connections closed with the context",
+                () -> connectionsNamed("orders-service") == 0);
+    }
+
+    @Test
+    void everyOptionIsAPropertyAndCustomizersRunAfterThem() {
+        runner.withPropertyValues("baton.command-timeout=1500ms", "baton.watchdog-timeout=12s",
+                        "baton.renewal-batch-size=40", "baton.fair-lock-waiter-timeout=4s",
+                        "baton.replica-sync.replicas=1", "baton.replica-sync.timeout=250ms",
+                        "baton.replica-sync.failure=accept")
+                .withBean(BatonOptionsCustomizer.class, () -> b -> b.renewalBatchSize(7))
+                .run(context -> {
+                    BatonOptions options = context.getBean(Baton.class).options();
+                    assertEquals(Duration.ofMillis(1500), options.commandTimeout());
+                    assertEquals(Duration.ofSeconds(12), options.watchdogTimeout());
+                    assertEquals(7, options.renewalBatchSize(), "the customizer runs after the properties");
+                    assertEquals(Duration.ofSeconds(4), options.fairLockWaiterTimeout());
+                    assertEquals(1, options.replicaSyncReplicas());
+                    assertEquals(Duration.ofMillis(250), options.replicaSyncTimeout());
+                    assertEquals(BatonOptions.ReplicaSyncFailure.ACCEPT, options.replicaSyncFailure());
+                });
+        runner.run(context -> {
+            BatonOptions options = context.getBean(Baton.class).options();
+            assertEquals(BatonOptions.DEFAULT_COMMAND_TIMEOUT, options.commandTimeout(), "unset: Baton's default");
+            assertEquals(BatonOptions.DEFAULT_WATCHDOG_TIMEOUT, options.watchdogTimeout());
+        });
+        runner.withPropertyValues("baton.fair-lock-waiter-timeout=100ms").run(context -> {
+            Throwable failure = assertThrows(Exception.class, () -> context.getBean(Baton.class));
+            while (failure.getCause() != null) {
+                failure = failure.getCause();
+            }
+            assertTrue(failure.getMessage().contains("fairLockWaiterTimeout"), failure.getMessage());
+        });
+    }
+
+    @Test
+    void theConfigurationMetadataListsEveryOption() throws IOException {
+        String metadata;
+        try (InputStream in = BatonProperties.class.getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
+            assertNotNull(in, "metadata generated by the configuration processor");
+            metadata = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        for (String name : List.of("baton.enabled", "baton.command-timeout", "baton.watchdog-timeout",
+                "baton.renewal-batch-size", "baton.fair-lock-waiter-timeout", "baton.replica-sync.replicas",
+                "baton.replica-sync.timeout", "baton.replica-sync.failure", "baton.metrics.enabled",
+                "baton.metrics.tag-names", "baton.integration.registry-key", "baton.integration.fair",
+                "baton.integration.lease-time", "baton.shedlock.key-prefix")) {
+            assertTrue(metadata.contains("\"name\": \"" + name + "\""), name + " in " + metadata);
+        }
+    }
+
+    @Configuration
+    static class OwnBaton {
+        static Baton created;
+
+        @Bean(destroyMethod = "close")
+        Baton myBaton() {
+            created = Baton.create(BatonOptions.builder().redisUri(redis().uri()).build());
+            return created;
+        }
+
+        static RedisServer server;
+
+        static RedisServer redis() {
+            return server;
+        }
+    }
+
+    @Test
+    void backsOffWhenTheApplicationHasItsOwnBatonOrNoLettuce() {
+        OwnBaton.server = redis;
+        runner.withUserConfiguration(OwnBaton.class).run(context -> {
+            assertSame(OwnBaton.created, context.getBean(Baton.class));
+            assertInstanceOf(BatonLockRegistry.class, context.getBean(LockRegistry.class), "integrations use it");
+        });
+        new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(BatonAutoConfiguration.class, BatonHealthAutoConfiguration.class,
+                        BatonIntegrationAutoConfiguration.class, BatonShedLockAutoConfiguration.class))
+                .run(context -> {
+                    assertFalse(context.containsBean("baton"), "no Redis connection factory: no Baton");
+                    assertTrue(context.getBeansOfType(LockRegistry.class).isEmpty());
+                    assertTrue(context.getBeansOfType(LockProvider.class).isEmpty());
+                });
+        runner.withPropertyValues("baton.enabled=false")
+                .run(context -> assertTrue(context.getBeansOfType(Baton.class).isEmpty(), "baton.enabled=false"));
+    }
+
+    @Test
+    void leaseLostListenerBeansAreToldAndTheLossShowsInHealthAndMetrics() {
+        List<String> first = new CopyOnWriteArrayList<>();
+        List<String> second = new CopyOnWriteArrayList<>();
+        runner.withConfiguration(AutoConfigurations.of(MetricsAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class))
+                .withPropertyValues("baton.watchdog-timeout=600ms", "baton.metrics.tag-names=payroll")
+                .withBean("first", LeaseLostListener.class, () -> (name, owner, reason) -> first.add(name))
+                .withBean("second", LeaseLostListener.class, () -> (name, owner, reason) -> second.add(name))
+                .run(context -> {
+                    Baton baton = context.getBean(Baton.class);
+                    BatonLock lock = baton.lock("payroll");
+                    lock.lock();
+                    redis.command("DEL", "payroll");
+                    Await.until(Duration.ofSeconds(3), () -> "both listeners told", () -> first.size() == 1 && second.size() == 1);
+                    assertEquals(List.of("payroll"), first);
+                    assertThrows(IllegalMonitorStateException.class, lock::unlock);
+
+                    Health health = context.getBean(BatonHealthIndicator.class).health();
+                    assertEquals(Status.UP, health.getStatus(), String.valueOf(health));
+                    assertEquals(1, health.getDetails().get("leasesLostRecently"), String.valueOf(health));
+                    assertTrue(String.valueOf(health.getDetails().get("lastLeaseLost")).contains("'payroll' (GONE)"));
+
+                    MeterRegistry registry = context.getBean(MeterRegistry.class);
+                    assertEquals(1.0, registry.get("baton.leases.lost").tag("name", "payroll").counter().count());
+                    assertEquals(1L, registry.get("baton.acquisitions").tag("name", "payroll")
+                            .tag("outcome", "acquired").timer().count());
+                    assertEquals(0.0, registry.get("baton.leases.held").gauge().value(), "the gauge follows the bean");
+                    assertNotNull(context.getBean(BatonMetrics.class));
+                });
+    }
+
+    @Test
+    void healthIsUpWithDetailsAndDownWithinTheCommandTimeoutWhenRedisIsUnreachable() throws Exception {
+        runner.run(context -> {
+            Health health = context.getBean(BatonHealthIndicator.class).health();
+            assertEquals(Status.UP, health.getStatus(), String.valueOf(health));
+            assertEquals(0, health.getDetails().get("leasesHeld"));
+            assertEquals(0, health.getDetails().get("leasesLostRecently"));
+        });
+        int closedPort;
+        try (ServerSocket socket = new ServerSocket(0)) {
+            closedPort = socket.getLocalPort();
+        }
+        runner.withPropertyValues("spring.data.redis.port=" + closedPort, "baton.command-timeout=1s").run(context -> {
+            assertTrue(context.isRunning(), "the application starts while Redis is down: the client is lazy");
+            long start = System.nanoTime();
+            Health health = context.getBean(BatonHealthIndicator.class).health();
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertEquals(Status.DOWN, health.getStatus(), String.valueOf(health));
+            assertTrue(tookMs <= 1000 + 300, "DOWN within the command timeout + 300 ms: " + tookMs + " ms");
+        });
+    }
+
+    @Test
+    void theLockRegistryAndTheShedLockProviderAreBeansUnlessTheApplicationHasItsOwn() {
+        runner.withPropertyValues("baton.integration.registry-key=orders", "baton.shedlock.key-prefix=jobs:")
+                .run(context -> {
+                    assertFalse(context.getBeanFactory().containsSingleton("baton"), "the beans do not create the client");
+                    LockRegistry<?> registry = context.getBean(LockRegistry.class);
+                    java.util.concurrent.locks.Lock lock = registry.obtain("o-1");
+                    lock.lock();
+                    try {
+                        assertEquals(1L, redis.command("EXISTS", "orders:o-1"));
+                    } finally {
+                        lock.unlock();
+                    }
+                    LockProvider provider = context.getBean(LockProvider.class);
+                    assertInstanceOf(BatonLockProvider.class, provider);
+                    Optional<net.javacrumbs.shedlock.core.SimpleLock> job = provider.lock(
+                            new net.javacrumbs.shedlock.core.LockConfiguration(java.time.Instant.now(), "nightly",
+                                    Duration.ofSeconds(10), Duration.ZERO));
+                    assertTrue(job.isPresent());
+                    assertEquals(1L, redis.command("EXISTS", "jobs:nightly"));
+                    job.get().unlock();
+                });
+        LockProvider own = configuration -> Optional.empty();
+        runner.withBean(LockProvider.class, () -> own)
+                .run(context -> assertSame(own, context.getBean(LockProvider.class)));
+    }
+}
