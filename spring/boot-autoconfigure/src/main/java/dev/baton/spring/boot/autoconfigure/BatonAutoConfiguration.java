@@ -40,6 +40,13 @@ import java.util.List;
 @EnableConfigurationProperties(BatonProperties.class)
 public class BatonAutoConfiguration {
 
+    /** Closes the client before the connection factory stops; it depends on the factory for that. */
+    @Bean
+    @ConditionalOnMissingBean(Baton.class)
+    BatonLifecycle batonLifecycle(LettuceConnectionFactory connectionFactory) {
+        return new BatonLifecycle();
+    }
+
     /**
      * The client.
      *
@@ -49,7 +56,7 @@ public class BatonAutoConfiguration {
     @Bean(destroyMethod = "close")
     @Lazy
     @ConditionalOnMissingBean(Baton.class)
-    public Baton baton(LettuceConnectionFactory connectionFactory, BatonProperties properties,
+    public Baton baton(LettuceConnectionFactory connectionFactory, BatonLifecycle lifecycle, BatonProperties properties,
                        ObjectProvider<BatonOptionsCustomizer> customizers,
                        ObjectProvider<LeaseLostListener> leaseLostListeners,
                        ObjectProvider<BatonObserver> observers) {
@@ -65,14 +72,17 @@ public class BatonAutoConfiguration {
         customizers.orderedStream().forEach(c -> c.customize(builder));
         BatonOptions options = builder.build();
         AbstractRedisClient client = connectionFactory.getRequiredNativeClient();
+        Baton baton;
         if (client instanceof RedisClusterClient cluster) {
-            return Baton.create(cluster, options);
+            baton = Baton.create(cluster, options);
+        } else if (client instanceof RedisClient standalone) {
+            baton = Baton.create(standalone, options);
+        } else {
+            throw new IllegalStateException("Baton needs a Lettuce RedisClient or RedisClusterClient, but the connection "
+                    + "factory's client is a " + client.getClass().getName());
         }
-        if (client instanceof RedisClient standalone) {
-            return Baton.create(standalone, options);
-        }
-        throw new IllegalStateException("Baton needs a Lettuce RedisClient or RedisClusterClient, but the connection "
-                + "factory's client is a " + client.getClass().getName());
+        lifecycle.created(baton);
+        return baton;
     }
 
     /** Every lease-lost listener bean, each told in order; one that throws does not stop the rest. */

@@ -1,0 +1,96 @@
+package dev.baton.example;
+
+import dev.baton.testkit.Await;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Two instances of the example service on one real Redis: the ShedLock job runs once per slot, the
+ * endpoint works on both, and actuator shows Baton's health and acquisitions.
+ */
+@ExtendWith(RedisExtension.class)
+class TwoInstancesTest {
+    /** The baton component of the health document, UP (details before or after the status). */
+    private static final Pattern BATON_UP = Pattern.compile("\"baton\":\\{(\"details\":\\{[^}]*},)?\"status\":\"UP\"");
+    private final RedisServer redis;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    TwoInstancesTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    private ConfigurableApplicationContext start() {
+        return new SpringApplicationBuilder(ExampleApplication.class).run(
+                "--server.port=0", "--server.address=127.0.0.1",
+                "--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + redis.port(),
+                "--example.report.cron=* * * * * *", "--example.report.lock-at-least-for=PT0.5S");
+    }
+
+    private static int port(ConfigurableApplicationContext context) {
+        return ((WebServerApplicationContext) context).getWebServer().getPort();
+    }
+
+    private HttpResponse<String> call(String method, int port, String path) throws IOException, InterruptedException {
+        HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .timeout(Duration.ofSeconds(10)).method(method, HttpRequest.BodyPublishers.noBody()).build();
+        return http.send(request, HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void twoInstancesRunTheJobOncePerSlotAndShowTheirLocksInActuator() throws Exception {
+        redis.command("FLUSHALL");
+        try (ConfigurableApplicationContext one = start(); ConfigurableApplicationContext two = start()) {
+            Await.until(Duration.ofSeconds(20), () -> "five slots of the job run",
+                    () -> (Long) redis.command("HLEN", ReportJob.RUNS) >= 5);
+
+            for (ConfigurableApplicationContext instance : List.of(one, two)) {
+                HttpResponse<String> export = call("POST", port(instance), "/customers/c-7/export");
+                assertEquals(200, export.statusCode(), export.body());
+                assertEquals("exported c-7", export.body());
+
+                HttpResponse<String> health = call("GET", port(instance), "/actuator/health");
+                assertEquals(200, health.statusCode(), health.body());
+                assertTrue(BATON_UP.matcher(health.body()).find(), health.body());
+
+                HttpResponse<String> exports = call("GET", port(instance),
+                        "/actuator/metrics/baton.acquisitions?tag=name:example:exports&tag=outcome:acquired");
+                assertEquals(200, exports.statusCode(), exports.body());
+                assertTrue(exports.body().contains("{\"statistic\":\"COUNT\",\"value\":1.0}"), exports.body());
+            }
+            HttpResponse<String> jobLocks = call("GET", port(one), "/actuator/metrics/baton.acquisitions?tag=name:shedlock:report");
+            assertEquals(200, jobLocks.statusCode(), jobLocks.body());
+            assertTrue(jobLocks.body().contains("\"kind\""), "the job's lock attempts are measured: " + jobLocks.body());
+        }
+        Map<String, Long> runs = runs();
+        assertTrue(runs.size() >= 5, "slots: " + runs);
+        runs.forEach((slot, count) -> assertEquals(1L, count, "runs in slot " + slot + ": " + runs));
+    }
+
+    private Map<String, Long> runs() {
+        List<?> flat = (List<?>) redis.command("HGETALL", ReportJob.RUNS);
+        Map<String, Long> runs = new TreeMap<>();
+        for (int i = 0; i < flat.size(); i += 2) {
+            runs.put(String.valueOf(flat.get(i)), Long.parseLong(String.valueOf(flat.get(i + 1))));
+        }
+        return runs;
+    }
+}
