@@ -70,6 +70,36 @@ public interface BatonObserver {
     }
 
     /**
+     * An acquisition starts: called on the thread that asked for it (for the blocking API, the
+     * thread that will wait), before anything is sent to Redis, so an implementation can pick up
+     * that thread's context, such as a tracing span. Whatever it returns is passed to
+     * {@link #acquisitionEnded(Kind, String, Outcome, long, Object)} when the acquisition ends, on
+     * another thread. Every start is followed by exactly one end.
+     *
+     * @param kind what is acquired
+     * @param name the synchronizer's name
+     * @return anything the end of this acquisition needs (by default null)
+     */
+    default Object acquisitionStarted(Kind kind, String name) {
+        return null;
+    }
+
+    /**
+     * An acquisition ended, with what {@link #acquisitionStarted} returned for it. By default
+     * calls {@link #acquisitionEnded(Kind, String, Outcome, long)}; an implementation overrides
+     * one of the two.
+     *
+     * @param kind        what was acquired
+     * @param name        the synchronizer's name
+     * @param outcome     how it ended
+     * @param waitedNanos from the call to its outcome
+     * @param started     what {@link #acquisitionStarted} returned (null if it threw)
+     */
+    default void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos, Object started) {
+        acquisitionEnded(kind, name, outcome, waitedNanos);
+    }
+
+    /**
      * An owner's last hold on a lock was released (by its owner; a lost lease is reported by
      * {@link #leaseLost} instead).
      *

@@ -30,6 +30,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DocSnippetsTest {
     private static final Pattern JAVA_BLOCK = Pattern.compile("(?:<!-- snippet: ([\\w-]+) -->\\n)?```java\\n(.*?)```",
             Pattern.DOTALL);
+    /** A Maven block with a name is checked against a region of a pom.xml; one without is free text. */
+    private static final Pattern XML_BLOCK = Pattern.compile("<!-- snippet: ([\\w-]+) -->\\n```xml\\n(.*?)```",
+            Pattern.DOTALL);
+    private static final Pattern XML_REGION = Pattern.compile("<!-- snippet ([\\w-]+) begins -->\\n(.*?)<!-- snippet \\1 ends -->",
+            Pattern.DOTALL);
     private static final Pattern REGION = Pattern.compile("// snippet ([\\w-]+) begins\\n(.*?)// snippet \\1 ends",
             Pattern.DOTALL);
 
@@ -60,17 +65,28 @@ class DocSnippetsTest {
                 assertEquals(tested.get(name), normalize(block.group(2)), where + ": snippet '" + name
                         + "' differs from the tested code");
             }
+            Matcher xml = XML_BLOCK.matcher(Files.readString(doc));
+            while (xml.find()) {
+                String where = ROOT.relativize(doc) + " (Maven block '" + xml.group(1) + "')";
+                assertTrue(tested.containsKey(xml.group(1)), where + ": no pom.xml holds it");
+                assertEquals(tested.get(xml.group(1)), normalize(xml.group(2)), where + ": differs from the built pom");
+            }
         }
         assertTrue(blocks >= 10, "found " + blocks + " java blocks");
     }
 
     private static Map<String, String> testedSnippets() throws IOException {
         Map<String, String> snippets = new HashMap<>();
-        for (String sources : List.of("synchronizers/src/test/java", "interop/src/test/java", "micrometer/src/test/java")) {
+        // Test sources, and the whole of the Spring modules and the examples (an example's own
+        // code is what its page shows; its test runs it), with their poms.
+        for (String sources : List.of("synchronizers/src/test/java", "interop/src/test/java", "micrometer/src/test/java",
+                "spring", "examples")) {
             try (Stream<Path> files = Files.walk(ROOT.resolve(sources))) {
-                files.filter(p -> p.toString().endsWith(".java")).forEach(p -> {
+                files.filter(p -> !p.toString().contains("/target/"))
+                        .filter(p -> p.toString().endsWith(".java") || p.getFileName().toString().equals("pom.xml"))
+                        .forEach(p -> {
                     try {
-                        Matcher region = REGION.matcher(Files.readString(p));
+                        Matcher region = (p.toString().endsWith(".java") ? REGION : XML_REGION).matcher(Files.readString(p));
                         while (region.find()) {
                             String previous = snippets.put(region.group(1), normalize(region.group(2)));
                             assertTrue(previous == null, "snippet '" + region.group(1) + "' is defined twice");

@@ -118,4 +118,51 @@ class ObserverTest extends TwoClientsTest {
             assertFalse(lock.isLocked());
         }
     }
+
+    @Test
+    void eachStartIsToldOnTheCallersThreadAndItsTokenReachesItsEnd() throws Exception {
+        List<String> started = new CopyOnWriteArrayList<>();
+        List<Object> ended = new CopyOnWriteArrayList<>();
+        java.util.concurrent.atomic.AtomicInteger tokens = new java.util.concurrent.atomic.AtomicInteger();
+        try (Baton observed = clients.open(Clients.defaults(redis).observer(new BatonObserver() {
+            @Override
+            public Object acquisitionStarted(Kind kind, String name) {
+                started.add(kind + " " + name + " on " + Thread.currentThread().getName());
+                return kind + "#" + tokens.incrementAndGet();
+            }
+
+            @Override
+            public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos, Object token) {
+                ended.add(token + " " + outcome);
+            }
+        }).build())) {
+            String caller = Thread.currentThread().getName();
+            BatonLock lock = observed.lock("s");
+            lock.lock();
+            assertFalse(CompletableFuture.supplyAsync(() -> {
+                try {
+                    return observed.lock("s").tryLock(50, TimeUnit.MILLISECONDS);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }).get(5, TimeUnit.SECONDS));
+            lock.unlock();
+            observed.semaphore("p").trySetPermits(1);
+            assertTrue(observed.semaphore("p").tryAcquire(1, TimeUnit.SECONDS));
+            Await.until(Duration.ofSeconds(2), () -> "three ends: " + ended, () -> ended.size() == 3);
+            assertEquals(List.of("LOCK s on " + caller, "SEMAPHORE p on " + caller), List.of(started.get(0), started.get(2)));
+            assertTrue(started.get(1).startsWith("LOCK s on ") && !started.get(1).endsWith(" " + caller), started.get(1));
+            assertEquals(List.of("LOCK#1 ACQUIRED", "LOCK#2 TIMED_OUT", "SEMAPHORE#3 ACQUIRED"), ended);
+        }
+        try (Baton throwing = clients.open(Clients.defaults(redis).observer(new BatonObserver() {
+            @Override
+            public Object acquisitionStarted(Kind kind, String name) {
+                throw new IllegalStateException("observer bug");
+            }
+        }).build())) {
+            BatonLock lock = throwing.lock("t2");
+            assertTrue(lock.tryLock(1, TimeUnit.SECONDS), "a start that throws changes nothing");
+            lock.unlock();
+        }
+    }
 }

@@ -8,6 +8,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 
 import java.util.List;
 import java.util.Locale;
@@ -53,19 +55,31 @@ import java.util.function.Predicate;
  * ids (an order, a tenant), and a tag with unbounded values takes down a metrics backend, so
  * nothing is tagged by name unless you say so.
  *
+ * <p><b>Observations.</b> With {@link Builder#observationRegistry(ObservationRegistry)}, every
+ * acquisition is also a Micrometer {@link Observation} named {@value #OBSERVATION} (contextual
+ * name {@code "baton acquire <kind>"}), started on the thread that asked for it, so a tracing
+ * bridge makes it a child span of that thread's current span, and stopped when it ends.
+ * Low-cardinality key values: {@code kind}, {@code outcome} and {@code name} (the same
+ * allow-list as the tags); high-cardinality: {@code baton.name}, the synchronizer's name as it is.
+ * A registry with a meter handler also records the observation as its own timer.
+ *
  * <p>Events that arrive before {@link #bindTo} are not recorded. Binding to several registries
  * records to each.
  */
 public final class BatonMetrics implements BatonObserver, MeterBinder {
     /** The {@code name} tag of every synchronizer the allow-list does not accept. */
     public static final String OTHER = "other";
+    /** The name of the observation of an acquisition. */
+    public static final String OBSERVATION = "baton.acquire";
 
     private final Predicate<String> tagName;
+    private final ObservationRegistry observations;
     private final List<MeterRegistry> registries = new CopyOnWriteArrayList<>();
     private final List<Baton> watched = new CopyOnWriteArrayList<>();
 
-    private BatonMetrics(Predicate<String> tagName) {
+    private BatonMetrics(Predicate<String> tagName, ObservationRegistry observations) {
         this.tagName = tagName;
+        this.observations = observations;
     }
 
     /** A builder; by default no synchronizer name becomes a tag. */
@@ -104,6 +118,29 @@ public final class BatonMetrics implements BatonObserver, MeterBinder {
             held += baton.leasesHeld();
         }
         return held;
+    }
+
+    /** Starts the acquisition's observation (when an observation registry was given). */
+    @Override
+    public Object acquisitionStarted(Kind kind, String name) {
+        if (observations == null || observations.isNoop()) {
+            return null;
+        }
+        return Observation.createNotStarted(OBSERVATION, observations)
+                .contextualName("baton acquire " + tagValue(kind))
+                .lowCardinalityKeyValue("kind", tagValue(kind))
+                .lowCardinalityKeyValue("name", nameTag(name))
+                .highCardinalityKeyValue("baton.name", String.valueOf(name))
+                .start();
+    }
+
+    /** Stops the acquisition's observation with its outcome, and records the timer. */
+    @Override
+    public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos, Object started) {
+        if (started instanceof Observation observation) {
+            observation.lowCardinalityKeyValue("outcome", tagValue(outcome)).stop();
+        }
+        acquisitionEnded(kind, name, outcome, waitedNanos);
     }
 
     @Override
@@ -150,8 +187,18 @@ public final class BatonMetrics implements BatonObserver, MeterBinder {
     /** Builds {@link BatonMetrics}. */
     public static final class Builder {
         private Predicate<String> tagName = name -> false;
+        private ObservationRegistry observations;
 
         private Builder() {
+        }
+
+        /**
+         * Also makes every acquisition an {@link Observation} in {@code registry} (none by
+         * default); null turns observations off.
+         */
+        public Builder observationRegistry(ObservationRegistry registry) {
+            this.observations = registry;
+            return this;
         }
 
         /** These synchronizer names, and no others, become {@code name} tags. */
@@ -172,7 +219,7 @@ public final class BatonMetrics implements BatonObserver, MeterBinder {
 
         /** The meters. */
         public BatonMetrics build() {
-            return new BatonMetrics(tagName);
+            return new BatonMetrics(tagName, observations);
         }
     }
 }

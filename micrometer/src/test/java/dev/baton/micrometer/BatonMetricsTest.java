@@ -12,13 +12,18 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -120,4 +125,54 @@ class BatonMetricsTest {
         assertEquals(1, registry.find("baton.leases.lost").tags("cause", "gone", "name", "other").counter().count());
         assertEquals(0, held.value());
     }
+
+    @Test
+    void anAcquisitionIsAnObservationChildOfTheCallersCurrentOne() throws Exception {
+        List<Observation.Context> stopped = new CopyOnWriteArrayList<>();
+        ObservationRegistry observations = ObservationRegistry.create();
+        observations.observationConfig().observationHandler(new ObservationHandler<>() {
+            @Override
+            public boolean supportsContext(Observation.Context context) {
+                return true;
+            }
+
+            @Override
+            public void onStop(Observation.Context context) {
+                stopped.add(context);
+            }
+        });
+        BatonOptions options = BatonOptions.builder().redisUri(redis.uri()).build();
+        // snippet micrometer-observations begins
+        BatonMetrics traced = BatonMetrics.builder()
+                .tagNames(Set.of("nightly-report"))
+                .observationRegistry(observations)             // each acquisition is an Observation
+                .build();
+        // snippet micrometer-observations ends
+        try (Baton client = Baton.create(options.toBuilder().observer(traced).build())) {
+            Observation request = Observation.start("http.request", observations);
+            try (Observation.Scope scope = request.openScope()) {
+                BatonLock lock = client.lock("nightly-report");
+                lock.lock();
+                lock.unlock();
+                assertTrue(client.semaphore("order:4711").tryAcquire(0, TimeUnit.MILLISECONDS) == false);
+            } finally {
+                request.stop();
+            }
+        }
+        Await.until(Duration.ofSeconds(2), () -> "three observations stopped: " + stopped, () -> stopped.size() == 3);
+        Observation.Context lock = stopped.get(0);
+        assertEquals("baton.acquire", lock.getName());
+        assertEquals("baton acquire lock", lock.getContextualName());
+        assertEquals("lock", lock.getLowCardinalityKeyValue("kind").getValue());
+        assertEquals("acquired", lock.getLowCardinalityKeyValue("outcome").getValue());
+        assertEquals("nightly-report", lock.getLowCardinalityKeyValue("name").getValue());
+        assertEquals("http.request", lock.getParentObservation().getContextView().getName(), "the caller's observation is the parent");
+        Observation.Context semaphore = stopped.get(1);
+        assertEquals("timed-out", semaphore.getLowCardinalityKeyValue("outcome").getValue());
+        assertEquals(OTHER_NAME, semaphore.getLowCardinalityKeyValue("name").getValue(), "the allow-list applies");
+        assertEquals("order:4711", semaphore.getHighCardinalityKeyValue("baton.name").getValue());
+        assertEquals("http.request", stopped.get(2).getName());
+    }
+
+    private static final String OTHER_NAME = BatonMetrics.OTHER;
 }

@@ -156,6 +156,8 @@ final class AcquireEngine {
         private final String channel;
         private final WakeRule wakeRule;
         private final long started;
+        /** What the observer returned when told the acquisition started. */
+        private final Object observed;
         private final long deadline;
         private final boolean unlimited;
         /** Whether connection-level failures are retried: a wait with a budget. */
@@ -176,6 +178,7 @@ final class AcquireEngine {
             this.unlimited = waitNanos < 0;
             this.ridesThroughFailures = waitNanos > 0;
             this.started = scheduler.nanoTime();
+            this.observed = observer.acquisitionStarted(attempt.kind(), attempt.name());
             this.deadline = started + Math.max(0, waitNanos);
             result.whenComplete((ok, e) -> {
                 if (e instanceof CancellationException) {
@@ -407,7 +410,8 @@ final class AcquireEngine {
             }
             settled.complete(null);
             observer.acquisitionEnded(attempt.kind(), attempt.name(), granted && !delivered
-                    ? BatonObserver.Outcome.INTERRUPTED : Observer.outcome(granted, error), scheduler.nanoTime() - started);
+                    ? BatonObserver.Outcome.INTERRUPTED : Observer.outcome(granted, error), scheduler.nanoTime() - started,
+                    observed);
             // The caller hears at once; clean-up replies are awaited in the background.
             if (error != null) {
                 result.completeExceptionally(described(error));

@@ -36,9 +36,23 @@ final class Observer {
                 : BatonObserver.Outcome.FAILED;
     }
 
-    void acquisitionEnded(BatonObserver.Kind kind, String name, BatonObserver.Outcome outcome, long waitedNanos) {
+    /** Tells the start of an acquisition; returns what the observer returned (null if it threw). */
+    Object acquisitionStarted(BatonObserver.Kind kind, String name) {
+        if (observer == null || kind == null) {
+            return null;
+        }
+        try {
+            return observer.acquisitionStarted(kind, name);
+        } catch (RuntimeException e) {
+            log.warn("BatonObserver threw; ignored", e);
+            return null;
+        }
+    }
+
+    void acquisitionEnded(BatonObserver.Kind kind, String name, BatonObserver.Outcome outcome, long waitedNanos,
+                          Object started) {
         if (observer != null && kind != null) {
-            safely(() -> observer.acquisitionEnded(kind, name, outcome, waitedNanos));
+            safely(() -> observer.acquisitionEnded(kind, name, outcome, waitedNanos, started));
         }
     }
 

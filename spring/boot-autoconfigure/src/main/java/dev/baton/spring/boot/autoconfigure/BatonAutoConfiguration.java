@@ -139,9 +139,57 @@ public class BatonAutoConfiguration {
             }
         }
 
+        /** What each observer's start returned, and the first failure of a start. */
+        private record Started(Object[] each, RuntimeException failure) {
+        }
+
+        /**
+         * Each observer's own start, in order; their ends get them back. A start that throws does
+         * not keep the others from starting (or ending): its exception is thrown at the end, where
+         * Baton logs it.
+         */
+        @Override
+        public Object acquisitionStarted(Kind kind, String name) {
+            Object[] started = new Object[observers.size()];
+            RuntimeException first = null;
+            for (int i = 0; i < started.length; i++) {
+                try {
+                    started[i] = observers.get(i).acquisitionStarted(kind, name);
+                } catch (RuntimeException e) {
+                    if (first == null) {
+                        first = e;
+                    } else {
+                        first.addSuppressed(e);
+                    }
+                }
+            }
+            return new Started(started, first);
+        }
+
+        @Override
+        public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos, Object started) {
+            Started s = started instanceof Started known ? known : new Started(new Object[observers.size()], null);
+            Object[] each = s.each();
+            RuntimeException first = s.failure();
+            for (int i = 0; i < each.length; i++) {
+                try {
+                    observers.get(i).acquisitionEnded(kind, name, outcome, waitedNanos, each[i]);
+                } catch (RuntimeException e) {
+                    if (first == null) {
+                        first = e;
+                    } else {
+                        first.addSuppressed(e);
+                    }
+                }
+            }
+            if (first != null) {
+                throw first;
+            }
+        }
+
         @Override
         public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos) {
-            each(o -> o.acquisitionEnded(kind, name, outcome, waitedNanos));
+            acquisitionEnded(kind, name, outcome, waitedNanos, null);
         }
 
         @Override

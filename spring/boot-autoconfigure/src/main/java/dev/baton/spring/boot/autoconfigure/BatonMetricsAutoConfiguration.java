@@ -3,6 +3,7 @@ package dev.baton.spring.boot.autoconfigure;
 import dev.baton.Baton;
 import dev.baton.micrometer.BatonMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -26,11 +27,17 @@ import org.springframework.context.annotation.Bean;
 @EnableConfigurationProperties(BatonProperties.class)
 public class BatonMetricsAutoConfiguration {
 
-    /** The meters, with the configured names as tags. */
+    /**
+     * The meters, with the configured names as tags; with an {@link ObservationRegistry} bean
+     * (Spring Boot's, with actuator), every acquisition is also an observation.
+     */
     @Bean
     @ConditionalOnMissingBean
-    public BatonMetrics batonMetrics(BatonProperties properties) {
-        return BatonMetrics.builder().tagNames(properties.getMetrics().getTagNames()).build();
+    public BatonMetrics batonMetrics(BatonProperties properties, ObjectProvider<ObservationRegistry> observations) {
+        return BatonMetrics.builder()
+                .tagNames(properties.getMetrics().getTagNames())
+                .observationRegistry(observations.getIfUnique())
+                .build();
     }
 
     /** Registers the leases-held gauge of each Baton bean as it is created. */

@@ -11,6 +11,9 @@ import dev.baton.testkit.Await;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
 import net.javacrumbs.shedlock.core.LockProvider;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -176,10 +179,26 @@ class BatonAutoConfigurationTest {
     void leaseLostListenerBeansAreToldAndTheLossShowsInHealthAndMetrics() {
         List<String> first = new CopyOnWriteArrayList<>();
         List<String> second = new CopyOnWriteArrayList<>();
+        List<String> observed = new CopyOnWriteArrayList<>();
         runner.withConfiguration(AutoConfigurations.of(MetricsAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class))
                 .withPropertyValues("baton.watchdog-timeout=600ms", "baton.metrics.tag-names=payroll")
                 .withBean("first", LeaseLostListener.class, () -> (name, owner, reason) -> first.add(name))
                 .withBean("second", LeaseLostListener.class, () -> (name, owner, reason) -> second.add(name))
+                .withBean(ObservationRegistry.class, () -> {
+                    ObservationRegistry observations = ObservationRegistry.create();
+                    observations.observationConfig().observationHandler(new ObservationHandler<>() {
+                        @Override
+                        public boolean supportsContext(Observation.Context context) {
+                            return true;
+                        }
+
+                        @Override
+                        public void onStop(Observation.Context context) {
+                            observed.add(context.getName() + " " + context.getContextualName());
+                        }
+                    });
+                    return observations;
+                })
                 .run(context -> {
                     Baton baton = context.getBean(Baton.class);
                     BatonLock lock = baton.lock("payroll");
@@ -200,6 +219,7 @@ class BatonAutoConfigurationTest {
                             .tag("outcome", "acquired").timer().count());
                     assertEquals(0.0, registry.get("baton.leases.held").gauge().value(), "the gauge follows the bean");
                     assertNotNull(context.getBean(BatonMetrics.class));
+                    assertEquals(List.of("baton.acquire baton acquire lock"), observed, "the acquisition observed");
                 });
     }
 
