@@ -49,6 +49,38 @@ class ApplicationClientTest {
         }
     }
 
+    /**
+     * Opening a client on a Redis that accepts connections but does not answer fails within the
+     * command timeout, whatever timeouts the application's Lettuce client has (Lettuce's default
+     * URI timeout, which Spring Boot also uses, is 60 s).
+     */
+    @Test
+    void openingOnAPausedRedisFailsWithinTheCommandTimeout() {
+        Duration timeout = Duration.ofSeconds(1);
+        Duration bound = dev.baton.testkit.Bounds.within(timeout);
+        try (RedisServer paused = RedisServer.start()) {
+            RedisClient application = RedisClient.create(paused.uri());
+            paused.pause();
+            try {
+                long start = System.nanoTime();
+                RedisUnavailableException e = org.junit.jupiter.api.Assertions.assertThrows(RedisUnavailableException.class,
+                        () -> Baton.create(application, BatonOptions.builder().commandTimeout(timeout).build()));
+                long tookMs = Duration.ofNanos(System.nanoTime() - start).toMillis();
+                assertTrue(tookMs <= bound.toMillis(), "the application's client: " + tookMs + " ms, bound " + bound);
+                assertTrue(e.getMessage().contains("no answer within the command timeout"), e.getMessage());
+
+                start = System.nanoTime();
+                org.junit.jupiter.api.Assertions.assertThrows(RedisUnavailableException.class,
+                        () -> Baton.create(BatonOptions.builder().redisUri(paused.uri()).commandTimeout(timeout).build()));
+                tookMs = Duration.ofNanos(System.nanoTime() - start).toMillis();
+                assertTrue(tookMs <= bound.toMillis(), "a client Baton owns: " + tookMs + " ms, bound " + bound);
+            } finally {
+                paused.resume();
+                application.shutdown();
+            }
+        }
+    }
+
     @Test
     void aServerThatRefusesWaitIsReportedOnceAndNotAskedAgain(RedisServer redis) {
         // A user without +wait: Redis refuses WAIT the way a proxy without it does.

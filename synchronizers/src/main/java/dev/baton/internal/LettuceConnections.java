@@ -34,6 +34,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -102,17 +104,57 @@ record LettuceConnections(StatefulConnection<String, String> commands,
         }
         RedisClient client = RedisClient.create(resources, uris.get(0));
         client.setOptions(ClientOptions.builder().socketOptions(socket).build());
-        return standalone(client, options, client);
+        return withinCommandTimeout(() -> standalone(client, options, client), options);
     }
 
     /** Opens connections on an application's standalone or Sentinel client (never shut down here). */
     static LettuceConnections open(RedisClient client, BatonOptions options) {
-        return standalone(client, options, null);
+        return withinCommandTimeout(() -> standalone(client, options, null), options);
     }
 
     /** Opens connections on an application's cluster client (never shut down here). */
     static LettuceConnections open(RedisClusterClient client, BatonOptions options) {
-        return cluster(client, options, null);
+        return withinCommandTimeout(() -> cluster(client, options, null), options);
+    }
+
+    /**
+     * Runs {@code open} and waits for it at most the command timeout. Lettuce's own connect waits
+     * as long as the client's settings say: a TCP connect within the socket's connect timeout, then
+     * a handshake within the URI's timeout (60 s in a Spring Boot application), so a Redis that
+     * accepts connections but does not answer (paused, overloaded) would hold the caller far past
+     * Baton's promise. On timeout the connections, if they open later, are closed.
+     */
+    private static LettuceConnections withinCommandTimeout(Supplier<LettuceConnections> open, BatonOptions options) {
+        CompletableFuture<LettuceConnections> opening = new CompletableFuture<>();
+        Thread opener = new Thread(() -> {
+            try {
+                opening.complete(open.get());
+            } catch (Throwable e) {
+                opening.completeExceptionally(e);
+            }
+        }, "baton-connect");
+        opener.setDaemon(true);
+        opener.start();
+        String where = redacted(options).isEmpty() ? "(application's client)" : redacted(options).toString();
+        try {
+            return opening.get(options.commandTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException failure) {
+                throw failure;
+            }
+            if (e.getCause() instanceof Error error) {
+                throw error;
+            }
+            throw new RedisUnavailableException("cannot connect to Redis " + where + ": " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            opening.thenAccept(LettuceConnections::close);
+            throw new RedisUnavailableException("cannot connect to Redis " + where + ": no answer within the command timeout ("
+                    + Durations.readableNanos(options.commandTimeout().toNanos()) + ")", null);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            opening.thenAccept(LettuceConnections::close);
+            throw new RedisUnavailableException("interrupted while connecting to Redis " + where, e);
+        }
     }
 
     /**
