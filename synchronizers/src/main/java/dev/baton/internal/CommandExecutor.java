@@ -423,7 +423,7 @@ final class CommandExecutor {
         }
         commandArgs.addValue(publishCommand); // every script's last ARGV: how it publishes
         CountingCommand<T> command = new CountingCommand<>(bySha ? CommandType.EVALSHA : CommandType.EVAL,
-                output(reply), commandArgs);
+                () -> output(reply), commandArgs);
         AsyncCommand<String, String, T> async = new AsyncCommand<>(command);
         current.set(async);
         try {
@@ -446,17 +446,29 @@ final class CommandExecutor {
         };
     }
 
-    /** A Lettuce command that counts how many times it was written to a connection. */
-    private static final class CountingCommand<T> extends Command<String, String, T> {
+    /**
+     * A Lettuce command that counts how many times it was written to a connection, and starts
+     * each write after the first with a fresh output. Lettuce writes a command again after a
+     * reconnect; if the connection broke in the middle of its reply, the old output still holds
+     * the part it had decoded of an array reply, and the new reply decoded into it comes out
+     * mangled: a grant {@code {1, 0}} after a cut refusal read as {@code {0, {1}, 0}}, a refusal
+     * whose permits were in fact taken ({@code ReplayedCommandTest}).
+     */
+    static final class CountingCommand<T> extends Command<String, String, T> {
         private final AtomicInteger writes = new AtomicInteger();
+        private final Supplier<CommandOutput<String, String, T>> outputs;
 
-        CountingCommand(CommandType type, CommandOutput<String, String, T> output, CommandArgs<String, String> args) {
-            super(type, output, args);
+        CountingCommand(CommandType type, Supplier<CommandOutput<String, String, T>> outputs,
+                        CommandArgs<String, String> args) {
+            super(type, outputs.get(), args);
+            this.outputs = outputs;
         }
 
         @Override
         public void encode(ByteBuf buf) {
-            writes.incrementAndGet();
+            if (writes.incrementAndGet() > 1 && !isDone()) {
+                setOutput(outputs.get());
+            }
             super.encode(buf);
         }
 
