@@ -98,6 +98,11 @@ final class DefaultBaton implements Baton {
     }
 
     @Override
+    public List<HeldLease> heldLeases() {
+        return runtime.heldLeases();
+    }
+
+    @Override
     public String clientId() {
         return runtime.clientId();
     }

@@ -117,6 +117,35 @@ abstract class LockContractTest extends TwoClientsTest {
         assertEquals("leased", lost.lockName());
     }
 
+    /**
+     * A fixed lease that runs out without a release is not held any more: the client stops
+     * counting it (and keeps no entry for it, however many there were), and its owner's unlock
+     * still reports the loss once. A ShedLock task's lock kept for lockAtLeastFor ends this way
+     * on every run.
+     */
+    @Test
+    void fixedLeasesThatRanOutAreForgottenAndTheirUnlockStillReportsTheLoss() throws Exception {
+        BatonLock lock = lock(a, "ranout");
+        lock.lock(200, TimeUnit.MILLISECONDS);
+        BatonLock updated = lock(a, "updated");
+        updated.lock(30, TimeUnit.SECONDS);
+        updated.updateLease(Duration.ofMillis(200));
+        for (int i = 0; i < 50; i++) {
+            assertTrue(lock(a, "many-" + i).tryLock(0, 200, TimeUnit.MILLISECONDS));
+        }
+        assertEquals(52, a.leasesHeld());
+        dev.baton.testkit.Await.until(Bounds.within(Duration.ofMillis(200)), () -> "the fixed leases forgotten: "
+                + a.leasesHeld() + " held", () -> a.leasesHeld() == 0);
+        assertEquals(0L, redis.command("EXISTS", "ranout"), "Redis let it expire too");
+        LeaseLostException lost = assertThrows(LeaseLostException.class, lock::unlock);
+        assertTrue(lost.getMessage().contains("ran out"), lost.getMessage());
+        assertThrows(LeaseLostException.class, updated::unlock);
+        IllegalMonitorStateException again = assertThrows(IllegalMonitorStateException.class, lock::unlock);
+        assertFalse(again instanceof LeaseLostException, "the loss is reported once");
+        assertTrue(lock.tryLock(0, 30_000, TimeUnit.MILLISECONDS), "taken again afresh");
+        lock.unlock();
+    }
+
     @Test
     void unlockWithoutHoldingIsIllegalMonitorState() {
         BatonLock lock = lock(a, "never");

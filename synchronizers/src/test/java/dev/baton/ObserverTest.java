@@ -89,6 +89,9 @@ class ObserverTest extends TwoClientsTest {
         watched.lock();
         a.lock("fixed").lock(30, TimeUnit.SECONDS);
         assertEquals(2, a.leasesHeld());
+        String owner = a.clientId() + ":" + Thread.currentThread().getId();
+        assertEquals(List.of(new HeldLease("fixed", owner, 1, false, 30_000), new HeldLease("w", owner, 1, true, 600)),
+                a.heldLeases(), "listed by name, with owner, holds and lease");
         Await.until(Duration.ofSeconds(2), () -> "a renewal told: " + events, () -> events.contains("renewal 1 true"));
         redis.command("DEL", "w");
         Await.until(Duration.ofSeconds(2), () -> "the loss told: " + events, () -> events.contains("lost w GONE"));

@@ -73,6 +73,15 @@ public final class ClientRuntime implements AutoCloseable {
         return services.leases().size();
     }
 
+    /** The leases this client holds now, sorted by name and owner. */
+    public java.util.List<dev.baton.HeldLease> heldLeases() {
+        return services.leases().snapshot().stream()
+                .map(l -> new dev.baton.HeldLease(l.key, l.owner, l.holds, l.watchdog,
+                        l.watchdog ? options.watchdogTimeout().toMillis() : l.leaseMs))
+                .sorted(java.util.Comparator.comparing(dev.baton.HeldLease::name).thenComparing(dev.baton.HeldLease::ownerId))
+                .toList();
+    }
+
     /** A runtime on a Lettuce client made from {@code options}, which it shuts down on close. */
     public static ClientRuntime open(BatonOptions options) {
         LettuceVersion.check();

@@ -17,6 +17,11 @@ final class Lease {
     volatile long leaseMs;
     volatile boolean watchdog;
     volatile long lastRenewedNanos;
+    /**
+     * When a fixed lease runs out at the latest, on the client's clock (the grant's or update's
+     * reply, which Redis sent after setting the expiry); {@code Long.MAX_VALUE} under the watchdog.
+     */
+    volatile long expiresNanos = Long.MAX_VALUE;
     /** When the owner's first hold was granted (the observer's hold time). */
     final long grantedNanos;
     /** The fencing token of the current hold (fenced locks only; 0 otherwise). */

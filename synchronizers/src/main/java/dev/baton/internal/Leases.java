@@ -9,6 +9,7 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The client's table of held leases, keyed by (Redis key, owner id), and the memory of leases
@@ -38,6 +39,9 @@ final class Leases {
     private final LeaseLostListener listener;
     private final Observer observer;
     private volatile RenewalRegistry registry;
+    /** When fixed leases that ran out are next looked for (at most once a second on grants). */
+    private volatile long nextPurgeNanos;
+    private static final long PURGE_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     Leases(Scheduler scheduler, LeaseLostListener listener) {
         this(scheduler, listener, Observer.NONE);
@@ -68,9 +72,14 @@ final class Leases {
     Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog, LockRecipe.Renewal renewal) {
         Key k = new Key(key, owner);
         lost.invalidate(k);
+        long now = scheduler.nanoTime();
+        purgeExpired(now, false);
         Lease lease = live.get(k);
-        if (lease == null) {
-            lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, scheduler.nanoTime());
+        if (lease == null || ranOut(lease, now)) {
+            // A fixed lease that ran out is not continued by a new grant: a fresh lease replaces
+            // it, so a purge racing with this grant removes only the old one.
+            lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, now);
+            lease.expiresNanos = watchdog ? Long.MAX_VALUE : now + TimeUnit.MILLISECONDS.toNanos(leaseMs);
             live.put(k, lease);
             if (watchdog) {
                 registry.register(lease);
@@ -85,12 +94,50 @@ final class Leases {
             lease.watchdog = true;
             registry.register(lease);
         }
+        lease.expiresNanos = lease.watchdog ? Long.MAX_VALUE : now + TimeUnit.MILLISECONDS.toNanos(leaseMs);
         return lease;
     }
 
-    /** How many leases this client holds now (one per lock and owner). */
+    /** An owner-checked update gave a fixed lease {@code leaseMs} from now. */
+    void updated(Lease lease, long leaseMs) {
+        lease.leaseMs = leaseMs;
+        lease.expiresNanos = scheduler.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMs);
+    }
+
+    /** How many leases this client holds now (one per lock and owner); fixed leases that ran out are not held. */
     int size() {
+        purgeExpired(scheduler.nanoTime(), true);
         return live.size();
+    }
+
+    /** The leases held now (fixed ones that ran out are forgotten first). */
+    java.util.List<Lease> snapshot() {
+        purgeExpired(scheduler.nanoTime(), true);
+        return java.util.List.copyOf(live.values());
+    }
+
+    private static boolean ranOut(Lease lease, long now) {
+        return !lease.watchdog && !lease.releaseUnconfirmed && now - lease.expiresNanos > 0;
+    }
+
+    /**
+     * Forgets the fixed leases that ran out without a release: Redis has let them expire, and
+     * nothing else would ever remove them (a ShedLock task's lock kept for {@code lockAtLeastFor}
+     * is one). Their owners' unlocks, within {@link #LOST_MEMORY}, still report the loss. Not
+     * reported to the listener: a fixed lease ends at its time by design. A lease whose release
+     * was not confirmed is kept, so its owner's retried unlock is recognised.
+     */
+    private void purgeExpired(long now, boolean always) {
+        if (!always && now - nextPurgeNanos < 0) {
+            return;
+        }
+        nextPurgeNanos = now + PURGE_EVERY_NANOS;
+        for (Lease lease : live.values()) {
+            if (ranOut(lease, now) && live.remove(new Key(lease.key, lease.owner), lease)) {
+                lost.put(new Key(lease.key, lease.owner), new LostHolds("its lease of " + lease.leaseMs
+                        + " ms ran out before it was released", Math.max(1, lease.holds)));
+            }
+        }
     }
 
     /** The owner released its last hold: forgets the lease and tells the observer how long it was held. */

@@ -174,7 +174,7 @@ class RedisLock implements BatonLock {
                 services.leases().lost(lease, reason);
                 throw leaseLost(owner, reason);
             }
-            lease.leaseMs = leaseMs;
+            services.leases().updated(lease, leaseMs);
             return null;
         });
     }
