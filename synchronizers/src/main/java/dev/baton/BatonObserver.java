@@ -6,7 +6,8 @@ package dev.baton;
  * {@link BatonOptions.Builder#observer(BatonObserver)}; every method has an empty default.
  *
  * <p>Methods are called on Baton's own threads (a Lettuce event loop or Baton's timer), right as
- * the event happens: they must return quickly, must not block and must not call Baton. An
+ * the event happens (an acquisition's end before its caller sees the outcome; its start, on the
+ * calling thread): they must return quickly, must not block and must not call Baton. An
  * exception thrown by an observer is logged at WARN and otherwise ignored; it never changes the
  * outcome of the operation it was told about. A RedLock's waits are told to the observer of its
  * first master's client; a multi-lock's, as the waits of the locks it is made of. Names are passed as they are: an implementation

@@ -403,15 +403,18 @@ final class AcquireEngine {
             if (s != null) {
                 addCleanup(s.close());
             }
+            // The observer hears before the caller does, so what it records (a meter, a span's
+            // end) is there when the caller goes on. A cancellation that lands between this and
+            // the delivery below is told as acquired; the grant is then given back at once.
+            observer.acquisitionEnded(attempt.kind(), attempt.name(), granted && result.isDone()
+                    ? BatonObserver.Outcome.INTERRUPTED : Observer.outcome(granted, error), scheduler.nanoTime() - started,
+                    observed);
             boolean delivered = granted && result.complete(true);
             if (granted && !delivered) {
                 // The caller cancelled the result future between our grant and now.
                 addCleanup(attempt.releaseGranted());
             }
             settled.complete(null);
-            observer.acquisitionEnded(attempt.kind(), attempt.name(), granted && !delivered
-                    ? BatonObserver.Outcome.INTERRUPTED : Observer.outcome(granted, error), scheduler.nanoTime() - started,
-                    observed);
             // The caller hears at once; clean-up replies are awaited in the background.
             if (error != null) {
                 result.completeExceptionally(described(error));
