@@ -17,6 +17,11 @@ final class BatonLifecycle implements SmartLifecycle {
         this.baton = baton;
     }
 
+    /** The client once the lazy bean was created, else null. */
+    Baton created() {
+        return baton;
+    }
+
     @Override
     public void start() {
         running = true;

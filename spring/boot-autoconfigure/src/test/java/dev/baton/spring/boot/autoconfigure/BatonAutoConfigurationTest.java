@@ -36,6 +36,7 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -64,8 +65,36 @@ class BatonAutoConfigurationTest {
         runner = new ApplicationContextRunner()
                 .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, BatonAutoConfiguration.class,
                         BatonMetricsAutoConfiguration.class, BatonHealthAutoConfiguration.class,
-                        BatonIntegrationAutoConfiguration.class, BatonShedLockAutoConfiguration.class))
+                        BatonIntegrationAutoConfiguration.class, BatonShedLockAutoConfiguration.class,
+                        BatonEndpointAutoConfiguration.class))
                 .withPropertyValues("spring.data.redis.host=" + redis.host(), "spring.data.redis.port=" + redis.port());
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void theActuatorEndpointListsTheLeasesOfThisInstanceWithoutCreatingTheClient() {
+        runner.run(context -> assertTrue(context.getBeansOfType(BatonEndpoint.class).isEmpty(), "not exposed: no endpoint"));
+        runner.withPropertyValues("management.endpoints.web.exposure.include=baton").run(context -> {
+            BatonEndpoint endpoint = context.getBean(BatonEndpoint.class);
+            assertEquals(false, endpoint.leases().get("created"));
+            assertFalse(context.getBeanFactory().containsSingleton("baton"), "reading the endpoint does not create the client");
+            Baton baton = context.getBean(Baton.class);
+            BatonLock lock = baton.lock("settlement");
+            lock.lock();
+            try {
+                Map<String, Object> body = endpoint.leases();
+                assertEquals(baton.clientId(), body.get("clientId"));
+                List<Map<String, Object>> leases = (List<Map<String, Object>>) body.get("leases");
+                assertEquals(1, leases.size(), String.valueOf(body));
+                assertEquals("settlement", leases.get(0).get("name"));
+                assertEquals(baton.clientId() + ":" + Thread.currentThread().getId(), leases.get(0).get("owner"));
+                assertEquals(true, leases.get(0).get("watchdog"));
+                assertEquals(1, leases.get(0).get("holds"));
+            } finally {
+                lock.unlock();
+            }
+            assertEquals(List.of(), endpoint.leases().get("leases"));
+        });
     }
 
     private long connectionsNamed(String name) {
