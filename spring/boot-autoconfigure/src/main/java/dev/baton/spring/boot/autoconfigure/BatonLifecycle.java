@@ -4,40 +4,55 @@ import dev.baton.Baton;
 import org.springframework.context.SmartLifecycle;
 
 /**
- * Closes the auto-configured client when the context stops, before the Lettuce connection factory
- * it depends on stops and shuts the application's client down (a connection factory is a
- * lifecycle bean, stopped before any bean is destroyed). Depending on the factory bean makes
- * Spring stop this one first.
+ * Closes the auto-configured client when the context stops, right before the Lettuce connection
+ * factory it depends on stops and shuts the application's client down (a connection factory is a
+ * lifecycle bean, stopped before any bean is destroyed).
+ *
+ * <p>Its phase is the lowest, so everything that stops in phases (a web server's graceful
+ * shutdown, a leader initiator, schedulers) has released its locks through the client before it
+ * closes; depending on the factory bean makes Spring stop it before the factory all the same. A
+ * stopped context does not reopen the client: {@code start()} after {@code stop()} (a restart or
+ * a checkpoint and restore) is not supported by the auto-configured client.
  */
 final class BatonLifecycle implements SmartLifecycle {
-    private volatile Baton baton;
-    private volatile boolean running;
+    private Baton baton;
+    private boolean running;
+    private boolean stopped;
 
-    void created(Baton baton) {
+    /** The lazy bean was created; if the context has stopped meanwhile, it is closed at once. */
+    synchronized void created(Baton baton) {
         this.baton = baton;
+        if (stopped) {
+            baton.close();
+        }
     }
 
     /** The client once the lazy bean was created, else null. */
-    Baton created() {
+    synchronized Baton created() {
         return baton;
     }
 
     @Override
-    public void start() {
+    public synchronized void start() {
         running = true;
     }
 
     @Override
-    public void stop() {
+    public synchronized void stop() {
         running = false;
-        Baton created = baton;
-        if (created != null) {
-            created.close();
+        stopped = true;
+        if (baton != null) {
+            baton.close();
         }
     }
 
     @Override
-    public boolean isRunning() {
+    public synchronized boolean isRunning() {
         return running;
+    }
+
+    @Override
+    public int getPhase() {
+        return Integer.MIN_VALUE;
     }
 }

@@ -122,6 +122,68 @@ class BatonAutoConfigurationTest {
                 () -> connectionsNamed("orders-service") == 0);
     }
 
+    /** Something that stops in a phase, as a web server's graceful shutdown or a leader initiator does. */
+    static final class Worker implements org.springframework.context.SmartLifecycle {
+        private final Baton baton;
+        private BatonLock held;
+        volatile String stopped;
+        private volatile boolean running;
+
+        Worker(Baton baton) {
+            this.baton = baton;
+        }
+
+        @Override
+        public void start() {
+            held = baton.lock("worker-job");
+            held.lock();
+            running = true;
+        }
+
+        @Override
+        public void stop() {
+            try {
+                held.unlock();
+                stopped = "released";
+            } catch (RuntimeException e) {
+                stopped = e.toString();
+            }
+            running = false;
+        }
+
+        @Override
+        public boolean isRunning() {
+            return running;
+        }
+
+        /** The phase of a web server's graceful shutdown in Spring Boot. */
+        @Override
+        public int getPhase() {
+            return Integer.MAX_VALUE - 1024;
+        }
+    }
+
+    @Configuration
+    static class WorkerConfig {
+        static Worker last;
+
+        @Bean
+        Worker worker(Baton baton) {
+            last = new Worker(baton);
+            return last;
+        }
+    }
+
+    @Test
+    void theClientClosesAfterThePhasedShutdownOfWhatUsesIt() {
+        runner.withUserConfiguration(WorkerConfig.class).run(context -> {
+            assertTrue(WorkerConfig.last.isRunning());
+            assertEquals(1L, redis.command("EXISTS", "worker-job"), "held while the context runs");
+        });
+        assertEquals("released", WorkerConfig.last.stopped, "the worker stopped (in the graceful-shutdown phase) with the client still open");
+        assertEquals(0L, redis.command("EXISTS", "worker-job"), "so its lock was released, not left to expire");
+    }
+
     @Test
     void everyOptionIsAPropertyAndCustomizersRunAfterThem() {
         runner.withPropertyValues("baton.command-timeout=1500ms", "baton.watchdog-timeout=12s",
