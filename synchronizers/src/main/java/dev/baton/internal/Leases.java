@@ -120,12 +120,18 @@ final class Leases {
         return !lease.watchdog && !lease.releaseUnconfirmed && now - lease.expiresNanos > 0;
     }
 
+    /** A fixed lease whose last release was never confirmed, kept {@link #LOST_MEMORY} past its end for a retried unlock. */
+    private static boolean unconfirmedLongAgo(Lease lease, long now) {
+        return !lease.watchdog && lease.releaseUnconfirmed && now - lease.expiresNanos > LOST_MEMORY.toNanos();
+    }
+
     /**
      * Forgets the fixed leases that ran out without a release: Redis has let them expire, and
      * nothing else would ever remove them (a ShedLock task's lock kept for {@code lockAtLeastFor}
      * is one). Their owners' unlocks, within {@link #LOST_MEMORY}, still report the loss. Not
      * reported to the listener: a fixed lease ends at its time by design. A lease whose release
-     * was not confirmed is kept, so its owner's retried unlock is recognised.
+     * was not confirmed is kept {@link #LOST_MEMORY} longer, so its owner's retried unlock is
+     * recognised, then forgotten.
      */
     private void purgeExpired(long now, boolean always) {
         if (!always && now - nextPurgeNanos < 0) {
@@ -136,6 +142,10 @@ final class Leases {
             if (ranOut(lease, now) && live.remove(new Key(lease.key, lease.owner), lease)) {
                 lost.put(new Key(lease.key, lease.owner), new LostHolds("its lease of " + lease.leaseMs
                         + " ms ran out before it was released", Math.max(1, lease.holds)));
+            } else if (unconfirmedLongAgo(lease, now)) {
+                // Its owner never called unlock again (a ShedLock unlock is not retried): Redis let
+                // it expire long ago; forget it without a verdict.
+                live.remove(new Key(lease.key, lease.owner), lease);
             }
         }
     }

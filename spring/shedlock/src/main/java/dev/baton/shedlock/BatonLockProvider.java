@@ -2,6 +2,7 @@ package dev.baton.shedlock;
 
 import dev.baton.Baton;
 import dev.baton.BatonLock;
+import dev.baton.RedisUnavailableException;
 import net.javacrumbs.shedlock.core.AbstractSimpleLock;
 import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
@@ -38,8 +39,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ul>
  *
  * <p>A task that runs longer than {@code lockAtMostFor} has lost its lock when it ends: its unlock
- * logs a WARN and the loss is reported to the client's {@code LeaseLostListener}, but the
- * unlock itself does not throw.
+ * logs a WARN (a fixed lease running out is not a loss the client's {@code LeaseLostListener}
+ * hears of) and does not throw, and it never touches a lock another node took since. An unlock
+ * that Redis does not confirm within the command timeout also logs a WARN and does not throw: the
+ * lock then ends at {@code lockAtMostFor} at the latest.
  *
  * <p>Each lock is owned by its own acquisition, not by a thread, so it may be unlocked and extended
  * from any thread, and two acquisitions in one JVM exclude each other as two nodes do.
@@ -135,6 +138,10 @@ public final class BatonLockProvider implements ExtensibleLockProvider {
                 log.warn("ShedLock task '{}' ended after its lock was lost (it ran longer than lockAtMostFor {}, "
                         + "or the lock was deleted): {}", lockConfiguration.getName(),
                         lockConfiguration.getLockAtMostFor(), e.getMessage());
+            } catch (RedisUnavailableException e) {
+                log.warn("ShedLock task '{}': its unlock was not confirmed by Redis; the lock ends at lockAtMostFor "
+                        + "({}) at the latest: {}", lockConfiguration.getName(), lockConfiguration.getLockAtMostUntil(),
+                        e.getMessage());
             }
         }
 

@@ -114,6 +114,20 @@ class BatonLockProviderTest {
     }
 
     @Test
+    void anUnlockRedisDoesNotConfirmIsLoggedNotThrownAndTheLockEndsAtLockAtMostFor() {
+        SimpleLock lock = new BatonLockProvider(a).lock(config("paused", Duration.ofSeconds(3), Duration.ZERO)).orElseThrow();
+        redis.pause();
+        try {
+            lock.unlock(); // ShedLock calls it in a finally block: a throw would replace the task's outcome
+        } finally {
+            redis.resume();
+        }
+        long ttl = ttl("shedlock:paused");
+        assertTrue(ttl == -2L || ttl <= 3000, "released, or ends at lockAtMostFor: " + ttl);
+        Await.until(Duration.ofSeconds(5), () -> "free by lockAtMostFor", () -> ttl("shedlock:paused") == -2L);
+    }
+
+    @Test
     void badArgumentsAreRefused() {
         assertThrows(NullPointerException.class, () -> new BatonLockProvider(null));
         assertThrows(NullPointerException.class, () -> new BatonLockProvider(a, null));
