@@ -12,7 +12,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.locks.Condition;
 
 /**
@@ -22,10 +23,11 @@ import java.util.concurrent.locks.Condition;
  *
  * <p>Unlike a polling registry, a waiting thread is woken by Baton's pub/sub message when the lock
  * is released, and it waits without a busy loop. By default a held lock is kept alive by Baton's
- * watchdog for as long as its holder runs, and its loss (expired, deleted, Redis lost its data) is
- * reported to the client's {@code LeaseLostListener} and thrown from {@code unlock()} as a
- * {@link dev.baton.LeaseLostException}; with {@link Builder#leaseTime(Duration)} every hold has a
- * fixed lease instead, renewed only by {@link #renewLock(Object)}.
+ * watchdog for as long as its holder runs; the loss of such a lease (deleted, Redis lost its data)
+ * is logged and reported to the client's {@code LeaseLostListener} as the watchdog finds it. With
+ * {@link Builder#leaseTime(Duration)} every hold has a fixed lease instead, renewed only by
+ * {@link #renewLock(Object)}. Any lost lease is thrown from {@code unlock()} as a
+ * {@link dev.baton.LeaseLostException}.
  *
  * <p>How each wait can end is as for {@link BatonLock}: {@code lock()} waits until acquired;
  * {@code lockInterruptibly()} also ends with {@link InterruptedException}; {@code tryLock(time,
@@ -86,28 +88,32 @@ public final class BatonLockRegistry
     @Override
     public void expireUnusedOlderThan(long age) {
         long now = System.currentTimeMillis();
-        locks.values().removeIf(lock -> lock.localHolds.get() == 0 && now - lock.lastUsed > age);
+        locks.values().removeIf(lock -> !lock.heldHere() && now - lock.lastUsed > age);
     }
 
     /**
-     * Renews the current thread's hold of the lock for {@code lockKey}: with a fixed lease, gives
-     * it a whole new lease from now; under the watchdog (the default) there is nothing to renew,
-     * and this only checks that the current thread holds it.
+     * Renews the current thread's hold of the lock for {@code lockKey} from now: by the registry's
+     * lease time if it has one, else by the lease the hold was taken with ({@code lock(Duration)}
+     * or {@code tryLock(Duration, Duration)}); a hold kept by the watchdog needs no renewal, and
+     * this only checks that the current thread holds it.
      *
      * @throws IllegalArgumentException     if {@code lockKey} is not a non-empty string
-     * @throws IllegalMonitorStateException if the current thread does not hold the lock
-     * @throws dev.baton.LeaseLostException if its lease had already been lost
+     * @throws IllegalMonitorStateException if the current thread does not hold the lock (a
+     *                                      {@link dev.baton.LeaseLostException} if Baton knows
+     *                                      its fixed lease was lost)
      * @throws RedisUnavailableException    if Redis did not answer within the command timeout
      */
     @Override
     public void renewLock(Object lockKey) {
-        if (leaseTime == null) {
-            if (!heldLock(lockKey).isHeldByCurrentThread()) {
+        RegistryLock lock = cached(lockKey);
+        Duration lease = leaseTime != null ? leaseTime : lock.leaseOfCurrentThread();
+        if (lease == null) {
+            if (!lock.lock.isHeldByCurrentThread()) {
                 throw new IllegalMonitorStateException("the current thread does not hold " + lockName(lockKey));
             }
             return;
         }
-        heldLock(lockKey).updateLease(leaseTime);
+        lock.lock.updateLease(lease);
     }
 
     /**
@@ -125,7 +131,7 @@ public final class BatonLockRegistry
     @Override
     public void renewLock(Object lockKey, Duration timeToLive) {
         Objects.requireNonNull(timeToLive, "timeToLive");
-        heldLock(lockKey).updateLease(timeToLive);
+        cached(lockKey).lock.updateLease(timeToLive);
     }
 
     /** How many locks the registry caches now. */
@@ -139,14 +145,14 @@ public final class BatonLockRegistry
                 + (leaseTime == null ? ", watchdog" : ", lease " + leaseTime) + "}";
     }
 
-    private BatonLock heldLock(Object lockKey) {
+    private RegistryLock cached(Object lockKey) {
         RegistryLock lock = locks.get(key(lockKey));
         if (lock == null) {
             throw new IllegalMonitorStateException("the current thread does not hold " + lockName(lockKey)
                     + ": the registry has no lock for it");
         }
         lock.touch();
-        return lock.lock;
+        return lock;
     }
 
     private String lockName(Object lockKey) {
@@ -168,10 +174,15 @@ public final class BatonLockRegistry
         return key;
     }
 
-    /** One cached lock: Baton's lock with the registry's lease policy and a local hold count. */
+    /**
+     * One cached lock: Baton's lock with the registry's lease policy, and per thread of this
+     * process its hold count (so a held lock is never expired from the cache) and the fixed lease
+     * its holds were taken with (for {@link #renewLock(Object)}).
+     */
     private final class RegistryLock implements DistributedLock {
         final BatonLock lock;
-        final AtomicInteger localHolds = new AtomicInteger();
+        final Map<Long, Integer> holds = new ConcurrentHashMap<>();
+        final Map<Long, Duration> leases = new ConcurrentHashMap<>();
         volatile long lastUsed;
 
         RegistryLock(BatonLock lock) {
@@ -182,12 +193,35 @@ public final class BatonLockRegistry
             lastUsed = System.currentTimeMillis();
         }
 
-        private boolean held(boolean acquired) {
+        boolean heldHere() {
+            return !holds.isEmpty();
+        }
+
+        /** The fixed lease the current thread's holds were taken with, or null under the watchdog. */
+        Duration leaseOfCurrentThread() {
+            return leases.get(Thread.currentThread().getId());
+        }
+
+        private boolean held(boolean acquired, Duration lease) {
             if (acquired) {
-                localHolds.incrementAndGet();
+                long thread = Thread.currentThread().getId();
+                holds.merge(thread, 1, Integer::sum);
+                if (lease == null) {
+                    leases.remove(thread);
+                } else {
+                    leases.put(thread, lease);
+                }
             }
             touch();
             return acquired;
+        }
+
+        /** One hold of the current thread ended (released, or found lost). */
+        private void releasedOne() {
+            long thread = Thread.currentThread().getId();
+            if (holds.computeIfPresent(thread, (t, n) -> n > 1 ? n - 1 : null) == null) {
+                leases.remove(thread);
+            }
         }
 
         @Override
@@ -197,13 +231,13 @@ public final class BatonLockRegistry
             } else {
                 lock.lock(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
             }
-            held(true);
+            held(true, leaseTime);
         }
 
         @Override
         public void lock(Duration ttl) {
             lock.lock(millis(ttl, "ttl"), TimeUnit.MILLISECONDS);
-            held(true);
+            held(true, ttl);
         }
 
         @Override
@@ -213,33 +247,38 @@ public final class BatonLockRegistry
             } else {
                 lock.lockInterruptibly(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
             }
-            held(true);
+            held(true, leaseTime);
         }
 
+        /** Takes the lock if it is free, without waiting and, as {@code Lock.tryLock()} says, whatever the interrupt status. */
         @Override
         public boolean tryLock() {
             if (leaseTime == null) {
-                return held(lock.tryLock());
+                return held(lock.tryLock(), null);
             }
+            CompletableFuture<Boolean> attempt = lock.tryLockAsync(0, leaseTime.toMillis(), TimeUnit.MILLISECONDS,
+                    Thread.currentThread().getId()).toCompletableFuture();
             try {
-                return held(lock.tryLock(0, leaseTime.toMillis(), TimeUnit.MILLISECONDS));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
+                return held(attempt.join(), leaseTime);
+            } catch (CompletionException e) {
+                if (e.getCause() instanceof RuntimeException cause) {
+                    throw cause;
+                }
+                throw e;
             }
         }
 
         @Override
         public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
             if (leaseTime == null) {
-                return held(lock.tryLock(time, unit));
+                return held(lock.tryLock(time, unit), null);
             }
-            return held(lock.tryLock(unit.toMillis(time), leaseTime.toMillis(), TimeUnit.MILLISECONDS));
+            return held(lock.tryLock(unit.toMillis(time), leaseTime.toMillis(), TimeUnit.MILLISECONDS), leaseTime);
         }
 
         @Override
         public boolean tryLock(Duration waitTime, Duration ttl) throws InterruptedException {
-            return held(lock.tryLock(millis(waitTime, "waitTime"), millis(ttl, "ttl"), TimeUnit.MILLISECONDS));
+            return held(lock.tryLock(millis(waitTime, "waitTime"), millis(ttl, "ttl"), TimeUnit.MILLISECONDS), ttl);
         }
 
         /**
@@ -250,13 +289,11 @@ public final class BatonLockRegistry
         public void unlock() {
             try {
                 lock.unlock();
-                localHolds.decrementAndGet();
+                releasedOne();
             } catch (RedisUnavailableException e) {
                 throw e;
             } catch (IllegalMonitorStateException e) {
-                if (e instanceof dev.baton.LeaseLostException) {
-                    localHolds.decrementAndGet();
-                }
+                releasedOne(); // lost, or not held at all: either way this thread has one hold fewer
                 throw e;
             } finally {
                 touch();

@@ -181,6 +181,28 @@ class BatonLockRegistryTest {
     }
 
     @Test
+    void renewLockRenewsAHoldsOwnTimeToLiveAndTryLockIgnoresTheInterruptStatus() throws Exception {
+        BatonLockRegistry registry = BatonLockRegistry.builder(a, "ttl").build();
+        DistributedLock lock = registry.obtain("k");
+        lock.lock(Duration.ofMillis(600));
+        Thread.sleep(300);
+        registry.renewLock("k");
+        long renewed = a.lock("ttl:k").remainTimeToLive();
+        assertTrue(renewed > 500 && renewed <= 600, "the hold's own 600 ms again, not a silent no-op: " + renewed);
+        lock.unlock();
+
+        DistributedLock fixed = BatonLockRegistry.builder(a, "ttl").leaseTime(Duration.ofSeconds(5)).build().obtain("i");
+        Thread.currentThread().interrupt();
+        try {
+            assertTrue(fixed.tryLock(), "Lock.tryLock() takes a free lock whatever the interrupt status");
+            assertTrue(Thread.currentThread().isInterrupted(), "and leaves the status as it was");
+        } finally {
+            Thread.interrupted();
+        }
+        fixed.unlock();
+    }
+
+    @Test
     void unusedLocksExpireFromTheCacheButHeldOnesStay() throws Exception {
         BatonLockRegistry registry = BatonLockRegistry.builder(a, "cache").build();
         Lock held = registry.obtain("held");
