@@ -217,7 +217,8 @@ class NemesisSoakTest {
             }
             Await.until(Duration.ofSeconds(10), () -> "no Baton thread left, found " + newThreads(threadsBefore),
                     () -> newThreads(threadsBefore).isEmpty());
-            Await.until(Duration.ofSeconds(10), () -> "no client connection left on the master", () -> clientsLeft(group) == 0);
+            Await.until(Duration.ofSeconds(10), () -> "no client connection left on the master; left: "
+                    + String.join(" | ", clientLinesLeft(group)), () -> clientLinesLeft(group).isEmpty());
             System.out.println("[soak] no Baton thread and no client connection left");
         }
     }
@@ -772,14 +773,15 @@ class NemesisSoakTest {
         return now;
     }
 
-    private static int clientsLeft(RedisSentinelGroup group) {
+    /** The client connections left on the master (not Sentinels', not replicas', not this probe), as CLIENT LIST shows them. */
+    private static List<String> clientLinesLeft(RedisSentinelGroup group) {
         String list = (String) master(group).command("CLIENT", "LIST");
-        int left = 0;
+        List<String> left = new ArrayList<>();
         for (String line : list.split("\n")) {
             if (line.isBlank() || line.contains("name=sentinel-") || line.contains("cmd=client") || line.matches(".*flags=\\S*S.*")) {
                 continue;
             }
-            left++;
+            left.add(line.strip());
         }
         return left;
     }
