@@ -188,7 +188,7 @@ public interface Baton extends AutoCloseable {
      * owner. A snapshot of the client's own table, no round trip: what this client believes it
      * holds (a lease lost in Redis since the last renewal or release is still listed).
      */
-    java.util.List<HeldLease> heldLeases();
+    List<HeldLease> heldLeases();
 
     /** This client's id: a random UUID, the first half of every owner id it writes. */
     String clientId();

@@ -10,12 +10,14 @@ import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.BatonReadWriteLock;
 import dev.baton.BatonRedLock;
 import dev.baton.BatonSemaphore;
+import dev.baton.HeldLease;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
@@ -74,11 +76,11 @@ public final class ClientRuntime implements AutoCloseable {
     }
 
     /** The leases this client holds now, sorted by name and owner. */
-    public java.util.List<dev.baton.HeldLease> heldLeases() {
+    public List<HeldLease> heldLeases() {
         return services.leases().snapshot().stream()
-                .map(l -> new dev.baton.HeldLease(l.key, l.owner, l.holds, l.watchdog,
+                .map(l -> new HeldLease(l.key, l.owner, l.holds, l.watchdog,
                         l.watchdog ? options.watchdogTimeout().toMillis() : l.leaseMs))
-                .sorted(java.util.Comparator.comparing(dev.baton.HeldLease::name).thenComparing(dev.baton.HeldLease::ownerId))
+                .sorted(Comparator.comparing(HeldLease::name).thenComparing(HeldLease::ownerId))
                 .toList();
     }
 

@@ -423,7 +423,7 @@ final class CommandExecutor {
         }
         commandArgs.addValue(publishCommand); // every script's last ARGV: how it publishes
         CountingCommand<T> command = new CountingCommand<>(bySha ? CommandType.EVALSHA : CommandType.EVAL,
-                () -> output(reply), commandArgs);
+                reply, commandArgs);
         AsyncCommand<String, String, T> async = new AsyncCommand<>(command);
         current.set(async);
         try {
@@ -456,18 +456,17 @@ final class CommandExecutor {
      */
     static final class CountingCommand<T> extends Command<String, String, T> {
         private final AtomicInteger writes = new AtomicInteger();
-        private final Supplier<CommandOutput<String, String, T>> outputs;
+        private final Reply reply;
 
-        CountingCommand(CommandType type, Supplier<CommandOutput<String, String, T>> outputs,
-                        CommandArgs<String, String> args) {
-            super(type, outputs.get(), args);
-            this.outputs = outputs;
+        CountingCommand(CommandType type, Reply reply, CommandArgs<String, String> args) {
+            super(type, output(reply), args);
+            this.reply = reply;
         }
 
         @Override
         public void encode(ByteBuf buf) {
             if (writes.incrementAndGet() > 1 && !isDone()) {
-                setOutput(outputs.get());
+                setOutput(output(reply));
             }
             super.encode(buf);
         }

@@ -1,5 +1,7 @@
 package dev.baton.internal;
 
+import java.util.concurrent.TimeUnit;
+
 /**
  * What this client knows about one owner's hold on one lock: how many times the owner holds it
  * (the count the scripts compare against, which makes re-sent commands harmless), the lease the
@@ -22,6 +24,11 @@ final class Lease {
      * reply, which Redis sent after setting the expiry); {@code Long.MAX_VALUE} under the watchdog.
      */
     volatile long expiresNanos = Long.MAX_VALUE;
+
+    /** The lease, as it now stands (watchdog or {@link #leaseMs}), starts at {@code nowNanos}. */
+    void leaseFrom(long nowNanos) {
+        expiresNanos = watchdog ? Long.MAX_VALUE : nowNanos + TimeUnit.MILLISECONDS.toNanos(leaseMs);
+    }
     /** When the owner's first hold was granted (the observer's hold time). */
     final long grantedNanos;
     /** The fencing token of the current hold (fenced locks only; 0 otherwise). */

@@ -8,6 +8,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -79,7 +80,7 @@ final class Leases {
             // A fixed lease that ran out is not continued by a new grant: a fresh lease replaces
             // it, so a purge racing with this grant removes only the old one.
             lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, now);
-            lease.expiresNanos = watchdog ? Long.MAX_VALUE : now + TimeUnit.MILLISECONDS.toNanos(leaseMs);
+            lease.leaseFrom(now);
             live.put(k, lease);
             if (watchdog) {
                 registry.register(lease);
@@ -94,14 +95,14 @@ final class Leases {
             lease.watchdog = true;
             registry.register(lease);
         }
-        lease.expiresNanos = lease.watchdog ? Long.MAX_VALUE : now + TimeUnit.MILLISECONDS.toNanos(leaseMs);
+        lease.leaseFrom(now);
         return lease;
     }
 
     /** An owner-checked update gave a fixed lease {@code leaseMs} from now. */
     void updated(Lease lease, long leaseMs) {
         lease.leaseMs = leaseMs;
-        lease.expiresNanos = scheduler.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMs);
+        lease.leaseFrom(scheduler.nanoTime());
     }
 
     /** How many leases this client holds now (one per lock and owner); fixed leases that ran out are not held. */
@@ -111,9 +112,9 @@ final class Leases {
     }
 
     /** The leases held now (fixed ones that ran out are forgotten first). */
-    java.util.List<Lease> snapshot() {
+    List<Lease> snapshot() {
         purgeExpired(scheduler.nanoTime(), true);
-        return java.util.List.copyOf(live.values());
+        return List.copyOf(live.values());
     }
 
     private static boolean ranOut(Lease lease, long now) {

@@ -1,7 +1,6 @@
 package dev.baton.internal;
 
 import io.lettuce.core.codec.StringCodec;
-import io.lettuce.core.output.NestedMultiOutput;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.protocol.ProtocolVersion;
@@ -43,7 +42,7 @@ class ReplayedCommandTest {
 
     private static List<Object> replay(String cutOff, String secondReply) {
         CommandExecutor.CountingCommand<List<Object>> command = new CommandExecutor.CountingCommand<>(CommandType.EVALSHA,
-                () -> new NestedMultiOutput<>(StringCodec.UTF8), new CommandArgs<>(StringCodec.UTF8).add("sha").add(0));
+                CommandExecutor.Reply.ARRAY, new CommandArgs<>(StringCodec.UTF8).add("sha").add(0));
         RedisStateMachine decoder = new RedisStateMachine(ByteBufAllocator.DEFAULT);
         decoder.setProtocolVersion(ProtocolVersion.RESP2);
         ByteBuf written = Unpooled.buffer();

@@ -20,6 +20,7 @@ import org.springframework.context.annotation.Lazy;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 import java.util.List;
+import java.util.function.ObjIntConsumer;
 
 /**
  * A {@link Baton} client on the application's Lettuce connection factory: the same Lettuce client
@@ -85,6 +86,32 @@ public class BatonAutoConfiguration {
         return baton;
     }
 
+    /**
+     * Calls {@code call} for each of {@code targets} in order (with its index), whatever the
+     * others throw; returns {@code first} with every failure added to it (the first failure becomes
+     * it if there was none), or null if nothing failed.
+     */
+    private static <T> RuntimeException tellEach(List<T> targets, RuntimeException first, ObjIntConsumer<T> call) {
+        for (int i = 0; i < targets.size(); i++) {
+            try {
+                call.accept(targets.get(i), i);
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        return first;
+    }
+
+    private static void throwIfAny(RuntimeException failure) {
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
     /** Every lease-lost listener bean, each told in order; one that throws does not stop the rest. */
     static final class LeaseLostListeners implements LeaseLostListener {
         private final List<LeaseLostListener> listeners;
@@ -95,21 +122,7 @@ public class BatonAutoConfiguration {
 
         @Override
         public void leaseLost(String lockName, String ownerId, String reason) {
-            RuntimeException first = null;
-            for (LeaseLostListener listener : listeners) {
-                try {
-                    listener.leaseLost(lockName, ownerId, reason);
-                } catch (RuntimeException e) {
-                    if (first == null) {
-                        first = e;
-                    } else {
-                        first.addSuppressed(e);
-                    }
-                }
-            }
-            if (first != null) {
-                throw first;
-            }
+            throwIfAny(tellEach(listeners, null, (listener, i) -> listener.leaseLost(lockName, ownerId, reason)));
         }
     }
 
@@ -119,24 +132,6 @@ public class BatonAutoConfiguration {
 
         BatonObservers(List<BatonObserver> observers) {
             this.observers = List.copyOf(observers);
-        }
-
-        private void each(java.util.function.Consumer<BatonObserver> call) {
-            RuntimeException first = null;
-            for (BatonObserver observer : observers) {
-                try {
-                    call.accept(observer);
-                } catch (RuntimeException e) {
-                    if (first == null) {
-                        first = e;
-                    } else {
-                        first.addSuppressed(e);
-                    }
-                }
-            }
-            if (first != null) {
-                throw first;
-            }
         }
 
         /** What each observer's start returned, and the first failure of a start. */
@@ -151,40 +146,15 @@ public class BatonAutoConfiguration {
         @Override
         public Object acquisitionStarted(Kind kind, String name) {
             Object[] started = new Object[observers.size()];
-            RuntimeException first = null;
-            for (int i = 0; i < started.length; i++) {
-                try {
-                    started[i] = observers.get(i).acquisitionStarted(kind, name);
-                } catch (RuntimeException e) {
-                    if (first == null) {
-                        first = e;
-                    } else {
-                        first.addSuppressed(e);
-                    }
-                }
-            }
-            return new Started(started, first);
+            RuntimeException failure = tellEach(observers, null, (o, i) -> started[i] = o.acquisitionStarted(kind, name));
+            return new Started(started, failure);
         }
 
         @Override
         public void acquisitionEnded(Kind kind, String name, Outcome outcome, long waitedNanos, Object started) {
             Started s = started instanceof Started known ? known : new Started(new Object[observers.size()], null);
-            Object[] each = s.each();
-            RuntimeException first = s.failure();
-            for (int i = 0; i < each.length; i++) {
-                try {
-                    observers.get(i).acquisitionEnded(kind, name, outcome, waitedNanos, each[i]);
-                } catch (RuntimeException e) {
-                    if (first == null) {
-                        first = e;
-                    } else {
-                        first.addSuppressed(e);
-                    }
-                }
-            }
-            if (first != null) {
-                throw first;
-            }
+            throwIfAny(tellEach(observers, s.failure(),
+                    (o, i) -> o.acquisitionEnded(kind, name, outcome, waitedNanos, s.each()[i])));
         }
 
         @Override
@@ -194,17 +164,17 @@ public class BatonAutoConfiguration {
 
         @Override
         public void released(Kind kind, String name, long heldNanos) {
-            each(o -> o.released(kind, name, heldNanos));
+            throwIfAny(tellEach(observers, null, (o, i) -> o.released(kind, name, heldNanos)));
         }
 
         @Override
         public void leaseLost(String name, LossCause cause) {
-            each(o -> o.leaseLost(name, cause));
+            throwIfAny(tellEach(observers, null, (o, i) -> o.leaseLost(name, cause)));
         }
 
         @Override
         public void renewal(int leases, boolean succeeded, long tookNanos) {
-            each(o -> o.renewal(leases, succeeded, tookNanos));
+            throwIfAny(tellEach(observers, null, (o, i) -> o.renewal(leases, succeeded, tookNanos)));
         }
     }
 }
