@@ -34,14 +34,23 @@ class MixedTortureTest extends InteropTest {
         AtomicInteger overlaps = new AtomicInteger();
         long[] counter = new long[1];
         List<Future<?>> workers = new ArrayList<>();
-        for (int t = 0; t < 4; t++) {
+        // 4 threads on Baton (one client, so they pass the lock among themselves) and 4 on
+        // Redisson: Baton's turns must leave Redisson's threads their share.
+        long[] longestWaitNanos = new long[2];
+        for (int t = 0; t < 8; t++) {
             boolean useBaton = t % 2 == 0;
             Lock write = kind.equals("lock")
                     ? (useBaton ? baton.lock("mixed") : redisson.getLock("mixed"))
                     : (useBaton ? baton.readWriteLock("mixed-rw").writeLock() : redisson.getReadWriteLock("mixed-rw").writeLock());
             workers.add(threads.submit(() -> {
                 for (int i = 0; i < 150; i++) {
+                    long asked = System.nanoTime();
                     write.lock();
+                    long waited = System.nanoTime() - asked;
+                    synchronized (longestWaitNanos) {
+                        int side = useBaton ? 0 : 1;
+                        longestWaitNanos[side] = Math.max(longestWaitNanos[side], waited);
+                    }
                     try {
                         if (inside.incrementAndGet() > 1) {
                             overlaps.incrementAndGet();
@@ -60,8 +69,10 @@ class MixedTortureTest extends InteropTest {
         for (Future<?> w : workers) {
             w.get(3, TimeUnit.MINUTES);
         }
+        System.out.println("[mixed " + kind + "] longest wait of a Baton thread " + longestWaitNanos[0] / 1_000_000
+                + " ms, of a Redisson thread " + longestWaitNanos[1] / 1_000_000 + " ms");
         assertEquals(0, overlaps.get());
-        assertEquals(600L, counter[0]);
+        assertEquals(1200L, counter[0]);
     }
 
     @Test

@@ -117,8 +117,21 @@ final class AcquireEngine {
      * @param retryAfterMs when refused, how long the holder's lease has left (-1 if unknown);
      *                     a lost wake-up message delays the waiter at most this long
      */
-    record Outcome(boolean granted, long retryAfterMs) {
+    record Outcome(boolean granted, long retryAfterMs, CompletableFuture<Void> localTurn, long localWaitNanos) {
         static final Outcome GRANTED = new Outcome(true, 0);
+
+        Outcome(boolean granted, long retryAfterMs) {
+            this(granted, retryAfterMs, null, 0);
+        }
+
+        /**
+         * Refused without asking Redis: another acquisition of this client goes first (a lock's
+         * cohort). The engine parks until {@code turn} completes or {@code waitNanos} pass, and
+         * attempts again; it does not subscribe for this.
+         */
+        static Outcome queuedLocally(CompletableFuture<Void> turn, long waitNanos) {
+            return new Outcome(false, -1, turn, waitNanos);
+        }
     }
 
     /** When a lease has no TTL to wait for, re-check at least this often. */
@@ -305,6 +318,10 @@ final class AcquireEngine {
                 finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
                 return;
             }
+            if (outcome.localTurn() != null) {
+                parkLocally(outcome.localTurn(), Math.min(remaining, outcome.localWaitNanos()));
+                return;
+            }
             if (subscription == null && channel != null) {
                 subscribe();
                 return;
@@ -371,6 +388,22 @@ final class AcquireEngine {
                 if (waiter != null) {
                     waiter.consume();
                 }
+                step();
+            }));
+        }
+
+        /** Waits for a local turn (never completed here), the timer or a cancel, then attempts again. */
+        private void parkLocally(CompletableFuture<Void> turn, long waitNanos) {
+            CompletableFuture<Void> bell = new CompletableFuture<>();
+            parked = bell;
+            if (cancelled) {
+                bell.complete(null);
+            }
+            turn.whenComplete((ok, e) -> bell.complete(null));
+            Scheduler.Cancellable timer = scheduler.schedule(() -> bell.complete(null), waitNanos, TimeUnit.NANOSECONDS);
+            bell.whenComplete((ok, e) -> guarded(() -> {
+                timer.cancel();
+                parked = null;
                 step();
             }));
         }

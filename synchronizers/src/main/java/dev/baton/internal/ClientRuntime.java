@@ -39,6 +39,7 @@ public final class ClientRuntime implements AutoCloseable {
     private final PubSubService pubSub;
     private final RenewalRegistry renewals;
     private final Services services;
+    private final Cohort.Registry cohorts;
 
     private ClientRuntime(BatonOptions options, LettuceConnections connections) {
         this.options = options;
@@ -62,6 +63,7 @@ public final class ClientRuntime implements AutoCloseable {
         this.services = new Services(executor, new AcquireEngine(pubSub, scheduler, observer), leases, renewer,
                 new Requests(executor, scheduler, options.commandTimeout()), UUID.randomUUID().toString(),
                 options.commandTimeout(), options.watchdogTimeout(), connections.target(), new Services.Lifecycle());
+        this.cohorts = new Cohort.Registry(scheduler);
         renewals.start();
         connections.wiring().accept(executor);
     }
@@ -106,7 +108,7 @@ public final class ClientRuntime implements AutoCloseable {
 
     public BatonLock lock(String name) {
         services.checkOpen();
-        return new RedisLock(services, name, n -> new ReentrantRecipe(services.executor(), n));
+        return new RedisLock(services, name, n -> new ReentrantRecipe(services.executor(), n, cohorts));
     }
 
     public BatonLock fairLock(String name) {

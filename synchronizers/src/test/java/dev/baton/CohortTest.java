@@ -1,0 +1,220 @@
+package dev.baton;
+
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import dev.baton.testkit.RespClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Cohort waiting (guarantees.md, "Threads of one client on one lock"): threads of one client
+ * waiting for the same lock queue in the client and send nothing; a release hands the lock to
+ * the oldest of them in place with one script call; a client's turn ends after 16 hand-offs or
+ * 10 ms when another client listens, with an ordinary release and its message.
+ */
+@ExtendWith(RedisExtension.class)
+class CohortTest {
+    private static final String CHANNEL = "redisson_lock__channel:{hot}";
+
+    private final RedisServer redis;
+    private final Clients clients = new Clients();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    /** Released once per lock acquisition started by the client under test (a signal, not a sleep). */
+    private final Semaphore started = new Semaphore(0);
+    private Baton baton;
+
+    CohortTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        baton = clients.open(Clients.defaults(redis).observer(new BatonObserver() {
+            @Override
+            public Object acquisitionStarted(Kind kind, String name) {
+                if (kind == Kind.LOCK) {
+                    started.release();
+                }
+                return null;
+            }
+        }).build());
+    }
+
+    @AfterEach
+    void close() {
+        threads.shutdownNow();
+        clients.close();
+    }
+
+    private long scripts() {
+        return redis.calls("evalsha") + redis.calls("eval");
+    }
+
+    /** Loads every script the test counts, so no NOSCRIPT retry is counted as a call. */
+    private void warmUp() throws Exception {
+        BatonLock lock = baton.lock("warm");
+        lock.lock();
+        started.acquire();
+        Future<?> waiter = threads.submit(() -> {
+            baton.lock("warm").lock();
+            baton.lock("warm").unlock();
+            return null;
+        });
+        assertTrue(started.tryAcquire(10, TimeUnit.SECONDS));
+        lock.unlock(); // a hand-off
+        waiter.get(10, TimeUnit.SECONDS); // an ordinary release
+    }
+
+    @Test
+    void queuedThreadsSendNothingAndEachGetsTheLockInPlaceInArrivalOrder() throws Exception {
+        warmUp();
+        BatonLock lock = baton.lock("hot");
+        lock.lock();
+        started.acquire();
+        long scriptsBefore = scripts();
+        long publishedBefore = redis.calls("publish");
+        List<Integer> order = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            int id = i;
+            waiters.add(threads.submit(() -> {
+                BatonLock mine = baton.lock("hot");
+                assertTrue(mine.tryLock(10, TimeUnit.SECONDS));
+                order.add(id);
+                mine.unlock();
+                return null;
+            }));
+            assertTrue(started.tryAcquire(10, TimeUnit.SECONDS), "waiter " + i + " started");
+        }
+        assertEquals(scriptsBefore, scripts(), "queued threads sent no script");
+        assertEquals(0L, redis.subscribers(CHANNEL), "and subscribed to nothing");
+        lock.unlock();
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals(List.of(0, 1, 2, 3), order, "oldest first");
+        // Five releases (four hand-offs and the last, ordinary one) and not one acquire script.
+        assertEquals(scriptsBefore + 5, scripts(), "one script per acquisition");
+        assertEquals(publishedBefore + 1, redis.calls("publish"), "only the last release published");
+        assertEquals(0L, redis.command("EXISTS", "hot"), "nothing left");
+    }
+
+    @Test
+    void aTurnEndsAfterSixteenHandOffsWhileAnotherClientListens() throws Exception {
+        int[] grantsAndReleases = contendWhileAnotherClientListens(0);
+        int grants = grantsAndReleases[0];
+        int releases = grantsAndReleases[1];
+        System.out.println("[cohort] fast holds: " + grants + " grants, " + releases + " releases to everybody");
+        // A turn is the grant from Redis plus at most 16 hand-offs; every turn ends with a release.
+        assertTrue(releases >= (grants - 17) / 17, grants + " grants in only " + releases + " turns");
+    }
+
+    @Test
+    void aTurnEndsAfterTenMillisecondsWhileAnotherClientListens() throws Exception {
+        int[] grantsAndReleases = contendWhileAnotherClientListens(3);
+        int grants = grantsAndReleases[0];
+        int releases = grantsAndReleases[1];
+        System.out.println("[cohort] 3 ms holds: " + grants + " grants, " + releases + " releases to everybody");
+        // Holds of 3 ms or more: a turn passes the lock in place while under 10 ms have gone by
+        // since its first grant, so at most 4 hand-offs (at 0, 3, 6 and 9 ms): 5 grants a turn.
+        assertTrue(releases >= (grants - 5) / 5, grants + " grants in only " + releases + " turns");
+    }
+
+    /**
+     * 4 threads of the client take and release the lock 200 times in all, holding it
+     * {@code holdMs} each time, while a raw subscriber listens on the lock's channel (to Redis it
+     * is another client waiting). Returns the grants and the messages the listener got.
+     */
+    private int[] contendWhileAnotherClientListens(long holdMs) throws Exception {
+        try (RespClient listener = new RespClient(redis.host(), redis.port(), 30_000)) {
+            listener.call("SUBSCRIBE", CHANNEL);
+            long publishedBefore = redis.calls("publish");
+            AtomicInteger grants = new AtomicInteger();
+            List<Future<?>> workers = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                workers.add(threads.submit(() -> {
+                    BatonLock mine = baton.lock("hot");
+                    for (int i = 0; i < 50; i++) {
+                        mine.lock();
+                        grants.incrementAndGet();
+                        if (holdMs > 0) {
+                            Thread.sleep(holdMs); // the critical section's length is what is tested
+                        }
+                        mine.unlock();
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> w : workers) {
+                w.get(60, TimeUnit.SECONDS);
+            }
+            long published = redis.calls("publish") - publishedBefore;
+            // Every release to everybody reached the listener; count them.
+            int messages = 0;
+            for (long i = 0; i < published; i++) {
+                Object reply = listener.readReply();
+                assertEquals("0", ((List<?>) reply).get(2));
+                messages++;
+            }
+            assertEquals(200, grants.get());
+            return new int[] {grants.get(), messages};
+        }
+    }
+
+    @Test
+    void aQueuedTimedWaitAsksRedisAtItsDeadlineAndAQueuedLockFailsWithItsLeader() throws Exception {
+        warmUp();
+        BatonLock lock = baton.lock("hot");
+        lock.lock();
+        long scriptsBefore = scripts();
+        Future<Boolean> timed = threads.submit(() -> baton.lock("hot").tryLock(300, TimeUnit.MILLISECONDS));
+        assertFalse(timed.get(10, TimeUnit.SECONDS), "held by another thread: timed out");
+        assertEquals(scriptsBefore + 1, scripts(), "one last attempt at the deadline went to Redis");
+        lock.unlock();
+
+        // A leader whose call Redis does not answer takes the unlimited waits queued behind it
+        // down with it, at its own failure, not one command timeout later per queued thread.
+        Baton other = clients.open(redis);
+        other.lock("hot").lock(1_500, TimeUnit.MILLISECONDS);
+        Future<Long> leader = threads.submit(() -> failureTime(baton.lock("hot")));
+        redis.awaitSubscribers(CHANNEL, 1); // refused twice: parked until the holder's TTL
+        started.drainPermits();
+        Future<Long> queued = threads.submit(() -> failureTime(baton.lock("hot")));
+        assertTrue(started.tryAcquire(10, TimeUnit.SECONDS));
+        assertEquals(1L, redis.subscribers(CHANNEL), "the queued thread did not subscribe");
+        redis.pause();
+        try {
+            long leaderFailed = leader.get(15, TimeUnit.SECONDS);
+            long queuedFailed = queued.get(15, TimeUnit.SECONDS);
+            long apartMs = TimeUnit.NANOSECONDS.toMillis(Math.abs(queuedFailed - leaderFailed));
+            System.out.println("[cohort] the queued lock() failed " + apartMs + " ms from its leader");
+            assertTrue(apartMs <= 300, "the queued lock() failed " + apartMs + " ms from its leader");
+        } finally {
+            redis.resume();
+        }
+    }
+
+    /** Calls lock() and returns when it failed with RedisUnavailableException (nanoTime). */
+    private static long failureTime(BatonLock lock) {
+        assertThrows(RedisUnavailableException.class, lock::lock);
+        return System.nanoTime();
+    }
+}
