@@ -19,20 +19,23 @@
 -- Publishes the new count on KEYS[2] when permits were added (ARGV[1] > 0).
 --
 -- Re-delivery: a copy of a request that was applied finds its key and changes nothing.
+-- The change is made first (INCRBY also gives WRONGTYPE before anything is written) and the
+-- request key set after it; in the rare case that key exists already the change is taken back
+-- within the same script, so the common path is INCRBY, SET and PUBLISH, with no read.
 if #KEYS > 3 then
   redis.call('del', unpack(KEYS, 4))
 end
-local current = tonumber(redis.call('get', KEYS[1]) or '0')
-if not redis.call('set', KEYS[3], '1', 'NX', 'PX', ARGV[3]) then
-  return current
-end
 local change = tonumber(ARGV[1])
-if current + change > tonumber(ARGV[2]) then
+local value = redis.call('incrby', KEYS[1], change)
+if not redis.call('set', KEYS[3], '1', 'NX', 'PX', ARGV[3]) then
+  return redis.call('incrby', KEYS[1], -change) -- applied before: take this copy back
+end
+if change > 0 and value > tonumber(ARGV[2]) then
+  redis.call('incrby', KEYS[1], -change)
   redis.call('del', KEYS[3]) -- refused, so not applied: a later copy must be judged again
-  return redis.error_reply('BATON_ARG adding ' .. change .. ' permits to ' .. current .. ' available would overflow '
+  return redis.error_reply('BATON_ARG adding ' .. change .. ' permits to ' .. (value - change) .. ' available would overflow '
     .. KEYS[1] .. ' (at most ' .. ARGV[2] .. ')')
 end
-local value = redis.call('incrby', KEYS[1], change)
 if change > 0 then
   redis.call(ARGV[#ARGV], KEYS[2], value)
 end
