@@ -40,6 +40,16 @@ public enum Impl {
                 }
 
                 @Override
+                public java.util.concurrent.CompletableFuture<Void> lockAsync(String name, long ownerId) {
+                    return baton.lock(name).lockAsync(ownerId).toCompletableFuture();
+                }
+
+                @Override
+                public java.util.concurrent.CompletableFuture<Void> unlockAsync(String name, long ownerId) {
+                    return baton.lock(name).unlockAsync(ownerId).toCompletableFuture();
+                }
+
+                @Override
                 public Latch latch(String name) {
                     dev.baton.BatonCountDownLatch l = baton.countDownLatch(name);
                     return new Latch() {
@@ -116,6 +126,16 @@ public enum Impl {
                 }
 
                 @Override
+                public java.util.concurrent.CompletableFuture<Void> lockAsync(String name, long ownerId) {
+                    return redisson.getLock(name).lockAsync(ownerId).toCompletableFuture();
+                }
+
+                @Override
+                public java.util.concurrent.CompletableFuture<Void> unlockAsync(String name, long ownerId) {
+                    return redisson.getLock(name).unlockAsync(ownerId).toCompletableFuture();
+                }
+
+                @Override
                 public Latch latch(String name) {
                     org.redisson.api.RCountDownLatch l = redisson.getCountDownLatch(name);
                     return new Latch() {
@@ -178,6 +198,12 @@ public enum Impl {
 
         /** The read side of the implementation's read-write lock. */
         Lock readLock(String name);
+
+        /** Waits for the lock without a thread, as owner {@code ownerId} (a thread id of the caller's choosing). */
+        java.util.concurrent.CompletableFuture<Void> lockAsync(String name, long ownerId);
+
+        /** Releases a hold taken with {@link #lockAsync}. */
+        java.util.concurrent.CompletableFuture<Void> unlockAsync(String name, long ownerId);
 
         /** The implementation's (plain) semaphore. */
         Permits semaphore(String name);

@@ -28,7 +28,26 @@ public final class ScaleReport {
     }
 
     /** What one implementation cost, counted by the server. */
-    record Counts(Impl impl, Renewal renewal, Pair pair, Waiters waiters) {
+    record Counts(Impl impl, Renewal renewal, Pair pair, Waiters waiters, List<Contention> contention,
+                  SemaphoreCounts semaphore, List<Heap> heap) {
+    }
+
+    /**
+     * {@code clients} x {@code threads} on one lock of {@code kind}, each thread taking and
+     * releasing it {@code perThread} times: acquisitions per second, p99 of one lock+unlock,
+     * every Redis command per acquisition (scripts and the commands they run, pub/sub included),
+     * and the most channel subscriptions seen at once, per client.
+     */
+    record Contention(String kind, int clients, int threads, double perSecond, double p99Ms, double commandsPerAcquisition,
+                      double subscriptionsPerClient, int failed) {
+    }
+
+    /** 8 threads of one client on a semaphore of 4 permits: acquire+release per second and commands per pair. */
+    record SemaphoreCounts(double perSecond, double commandsPerOp) {
+    }
+
+    /** {@code waiters} asynchronous waits parked on held locks: client heap and threads they cost. */
+    record Heap(int waiters, int locks, double bytesPerWaiter, int threadsAdded, int failed) {
     }
 
     /** Redis commands per second spent keeping {@value #HELD_LOCKS} watchdog locks alive. */
@@ -36,7 +55,7 @@ public final class ScaleReport {
     }
 
     /** Per uncontended lock+unlock pair: commands run, and keys left right after {@value #PAIRS} pairs. */
-    record Pair(double scripts, double del, double set, long keysLeft) {
+    record Pair(double scripts, double del, double set, long keysLeft, double commands) {
     }
 
     /** {@value #WAITERS} threads waiting on {@value #CONTENDED_LOCKS} locks of one client. */
@@ -59,7 +78,223 @@ public final class ScaleReport {
 
     /** Measures every count for one implementation, printing each line as it is known. */
     static Counts measure(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
-        return new Counts(impl, renewalCost(redis, impl), perPair(redis, impl), manyWaiters(redis, impl));
+        Renewal renewal = renewalCost(redis, impl);
+        Pair pair = perPair(redis, impl);
+        Waiters waiters = manyWaiters(redis, impl);
+        List<Contention> contention = new ArrayList<>();
+        for (String kind : List.of("lock", "fair")) {
+            contention.add(contention(redis, impl, kind, 4, 64, 20));
+        }
+        SemaphoreCounts semaphore = semaphoreCounts(redis, impl);
+        List<Heap> heap = new ArrayList<>();
+        for (int n : List.of(100, 1_000, 10_000)) {
+            heap.add(heapPerWaiter(redis, impl, n, Math.min(n, 1_000)));
+        }
+        return new Counts(impl, renewal, pair, waiters, contention, semaphore, heap);
+    }
+
+    private static Contention contention(RedisForBenchmarks.Target redis, Impl impl, String kind, int clientCount,
+                                         int threadsPerClient, int perThread) throws Exception {
+        redis.command("FLUSHALL");
+        List<Impl.Client> clients = new ArrayList<>();
+        try {
+            String name = "wide-" + kind;
+            for (int c = 0; c < clientCount; c++) {
+                Impl.Client client = impl.connect(redis.uri());
+                clients.add(client);
+                Lock warm = kind.equals("fair") ? client.fairLock(name) : client.lock(name);
+                warm.lock();
+                warm.unlock();
+            }
+            int threads = clientCount * threadsPerClient;
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            long[][] took = new long[threads][perThread];
+            AtomicInteger failed = new AtomicInteger();
+            CountDownLatch ready = new CountDownLatch(threads);
+            CountDownLatch go = new CountDownLatch(1);
+            CountDownLatch done = new CountDownLatch(threads);
+            for (int t = 0; t < threads; t++) {
+                Impl.Client client = clients.get(t % clientCount);
+                Lock lock = kind.equals("fair") ? client.fairLock(name) : client.lock(name);
+                int me = t;
+                pool.submit(() -> {
+                    try {
+                        ready.countDown();
+                        go.await();
+                        for (int i = 0; i < perThread; i++) {
+                            long start = System.nanoTime();
+                            if (lock.tryLock(60, TimeUnit.SECONDS)) {
+                                lock.unlock();
+                            } else {
+                                failed.incrementAndGet();
+                            }
+                            took[me][i] = System.nanoTime() - start;
+                        }
+                    } catch (Exception e) {
+                        failed.incrementAndGet();
+                    } finally {
+                        done.countDown();
+                    }
+                    return null;
+                });
+            }
+            ready.await();
+            redis.command("CONFIG", "RESETSTAT");
+            long started = System.nanoTime();
+            go.countDown();
+            int mostSubscriptions = 0;
+            while (!done.await(20, TimeUnit.MILLISECONDS)) {
+                mostSubscriptions = Math.max(mostSubscriptions, subscriptions(redis));
+                if (System.nanoTime() - started > TimeUnit.SECONDS.toNanos(240)) {
+                    break;
+                }
+            }
+            long elapsed = System.nanoTime() - started;
+            boolean finished = done.getCount() == 0;
+            pool.shutdownNow();
+            Map<String, Long> calls = calls(redis);
+            long commands = 0;
+            for (Map.Entry<String, Long> e : calls.entrySet()) {
+                if (!List.of("client", "config", "info").contains(e.getKey())) {
+                    commands += e.getValue();
+                }
+            }
+            long[] all = java.util.Arrays.stream(took).flatMapToLong(java.util.Arrays::stream).sorted().toArray();
+            double p99 = all[(int) Math.min(all.length - 1, Math.ceil(all.length * 0.99) - 1)] / 1e6;
+            int acquisitions = threads * perThread - failed.get();
+            Contention result = new Contention(kind, clientCount, threadsPerClient, acquisitions / (elapsed / 1e9), p99,
+                    commands / (double) Math.max(1, acquisitions), mostSubscriptions / (double) clientCount,
+                    failed.get() + (finished ? 0 : 1_000_000));
+            System.out.printf("%-9s %s, %d clients x %d threads: %.0f acquisitions/s, p99 %.2f ms, %.2f commands per "
+                            + "acquisition, at most %.1f subscriptions per client, %d failed%s%n", impl, kind, clientCount,
+                    threadsPerClient, result.perSecond(), p99, result.commandsPerAcquisition(),
+                    result.subscriptionsPerClient(), failed.get(), finished ? "" : ", NOT FINISHED within 240 s");
+            return result;
+        } finally {
+            for (Impl.Client c : clients) {
+                c.close();
+            }
+        }
+    }
+
+    /** Channel subscriptions the server counts right now, over every connection. */
+    private static int subscriptions(RedisForBenchmarks.Target redis) {
+        int n = 0;
+        for (String line : ((String) redis.command("CLIENT", "LIST")).split("\n")) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile(" sub=(\\d+)").matcher(line);
+            if (m.find()) {
+                n += Integer.parseInt(m.group(1));
+            }
+        }
+        return n;
+    }
+
+    private static SemaphoreCounts semaphoreCounts(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
+        redis.command("FLUSHALL");
+        int threads = 8;
+        int perThread = 500;
+        try (Impl.Client client = impl.connect(redis.uri())) {
+            Impl.Permits permits = client.semaphore("counted-sem");
+            permits.trySetPermits(4);
+            permits.acquire();
+            permits.release();
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            CountDownLatch done = new CountDownLatch(threads);
+            redis.command("CONFIG", "RESETSTAT");
+            long started = System.nanoTime();
+            for (int t = 0; t < threads; t++) {
+                pool.submit(() -> {
+                    try {
+                        for (int i = 0; i < perThread; i++) {
+                            permits.acquire();
+                            permits.release();
+                        }
+                    } finally {
+                        done.countDown();
+                    }
+                    return null;
+                });
+            }
+            boolean finished = done.await(120, TimeUnit.SECONDS);
+            long elapsed = System.nanoTime() - started;
+            pool.shutdownNow();
+            long commands = 0;
+            for (Map.Entry<String, Long> e : calls(redis).entrySet()) {
+                if (!List.of("client", "config", "info").contains(e.getKey())) {
+                    commands += e.getValue();
+                }
+            }
+            int ops = threads * perThread;
+            SemaphoreCounts result = new SemaphoreCounts(ops / (elapsed / 1e9), commands / (double) ops);
+            System.out.printf("%-9s semaphore, 4 permits x 8 threads: %.0f acquire+release/s, %.2f commands each%s%n",
+                    impl, result.perSecond(), result.commandsPerOp(), finished ? "" : ", NOT FINISHED within 120 s");
+            return result;
+        }
+    }
+
+    private static Heap heapPerWaiter(RedisForBenchmarks.Target redis, Impl impl, int waiters, int locks) throws Exception {
+        redis.command("FLUSHALL");
+        try (Impl.Client holder = impl.connect(redis.uri()); Impl.Client waiting = impl.connect(redis.uri())) {
+            for (int i = 0; i < locks; i++) {
+                holder.lockAsync("parked-" + i, 1).get(30, TimeUnit.SECONDS);
+            }
+            waiting.lockAsync("parked-warm", 1).get(30, TimeUnit.SECONDS);
+            waiting.unlockAsync("parked-warm", 1).get(30, TimeUnit.SECONDS);
+            java.lang.management.ThreadMXBean threadBean = java.lang.management.ManagementFactory.getThreadMXBean();
+            long heapBefore = usedHeapAfterGc();
+            int threadsBefore = threadBean.getThreadCount();
+            List<java.util.concurrent.CompletableFuture<Void>> parked = new ArrayList<>();
+            for (int w = 0; w < waiters; w++) {
+                String name = "parked-" + (w % locks);
+                long owner = 1_000 + w;
+                parked.add(waiting.lockAsync(name, owner).thenCompose(ok -> waiting.unlockAsync(name, owner)));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (subscribedLockChannels(redis, "parked-") < locks && System.nanoTime() < deadline) {
+                Thread.sleep(20); // polling the server for the subscriptions it counts
+            }
+            Thread.sleep(1_000); // let every wait reach its parked state before the heap is measured
+            long heapWith = usedHeapAfterGc();
+            int threadsWith = threadBean.getThreadCount();
+            for (int i = 0; i < locks; i++) {
+                holder.unlockAsync("parked-" + i, 1).get(30, TimeUnit.SECONDS);
+            }
+            int failed = 0;
+            String firstFailure = null;
+            for (java.util.concurrent.CompletableFuture<Void> p : parked) {
+                try {
+                    p.get(Math.max(1, deadline + TimeUnit.SECONDS.toNanos(120) - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (Exception e) {
+                    failed++;
+                    if (firstFailure == null) {
+                        Throwable cause = e.getCause() != null ? e.getCause() : e;
+                        firstFailure = cause.getClass().getSimpleName() + ": " + cause.getMessage();
+                    }
+                }
+            }
+            if (firstFailure != null) {
+                System.out.println(impl + " first failed wait: " + firstFailure);
+            }
+            Heap result = new Heap(waiters, locks, (heapWith - heapBefore) / (double) waiters, threadsWith - threadsBefore, failed);
+            System.out.printf("%-9s %d parked async waiters on %d locks: %.0f heap bytes per waiter, %d threads added, "
+                    + "%d failed%n", impl, waiters, locks, result.bytesPerWaiter(), result.threadsAdded(), failed);
+            return result;
+        }
+    }
+
+    private static long usedHeapAfterGc() throws InterruptedException {
+        Runtime rt = Runtime.getRuntime();
+        long used = Long.MAX_VALUE;
+        for (int i = 0; i < 4; i++) {
+            System.gc();
+            Thread.sleep(100);
+            used = Math.min(used, rt.totalMemory() - rt.freeMemory());
+        }
+        return used;
+    }
+
+    private static int subscribedLockChannels(RedisForBenchmarks.Target redis, String prefix) {
+        return ((List<?>) redis.command("PUBSUB", "CHANNELS", "redisson_lock__channel:{" + prefix + "*")).size();
     }
 
     private static Renewal renewalCost(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
@@ -105,8 +340,14 @@ public final class ScaleReport {
                     + "%.2f SET; keys in Redis right after %d pairs: %d%n", impl, scripts / (double) PAIRS,
                     calls.getOrDefault("del", 0L) / (double) PAIRS, calls.getOrDefault("set", 0L) / (double) PAIRS,
                     PAIRS, keysRightAfter);
+            long commands = 0;
+            for (Map.Entry<String, Long> e : calls.entrySet()) {
+                if (!List.of("client", "config", "info", "dbsize").contains(e.getKey())) {
+                    commands += e.getValue();
+                }
+            }
             return new Pair(scripts / (double) PAIRS, calls.getOrDefault("del", 0L) / (double) PAIRS,
-                    calls.getOrDefault("set", 0L) / (double) PAIRS, keysRightAfter);
+                    calls.getOrDefault("set", 0L) / (double) PAIRS, keysRightAfter, commands / (double) PAIRS);
         }
     }
 
