@@ -212,6 +212,24 @@ class CohortTest {
         }
     }
 
+    @Test
+    void closingTheClientEndsTheWaitsQueuedInIt() throws Exception {
+        BatonLock lock = baton.lock("hot");
+        lock.lock();
+        started.acquire();
+        Future<?> queued = threads.submit(() -> {
+            baton.lock("hot").lock();
+            return null;
+        });
+        assertTrue(started.tryAcquire(10, TimeUnit.SECONDS));
+        long closing = System.nanoTime();
+        baton.close();
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> queued.get(10, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof IllegalStateException, String.valueOf(e.getCause()));
+        assertTrue(System.nanoTime() - closing < TimeUnit.SECONDS.toNanos(1), "ended at the close");
+    }
+
     /** Calls lock() and returns when it failed with RedisUnavailableException (nanoTime). */
     private static long failureTime(BatonLock lock) {
         assertThrows(RedisUnavailableException.class, lock::lock);

@@ -196,6 +196,7 @@ public final class ClientRuntime implements AutoCloseable {
         executor.close();
         renewals.close();
         pubSub.close();
+        cohorts.wakeAll(); // threads queued behind another thread of this client, not subscribed
         services.leases().clear();
         try {
             connections.close();

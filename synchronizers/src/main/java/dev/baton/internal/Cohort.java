@@ -164,6 +164,26 @@ final class Cohort {
             }
         }
 
+        /**
+         * The client is closing: rings every member, so each waiting acquisition steps once more
+         * and ends on the closed client instead of sleeping on a bell nobody will ring.
+         */
+        void wakeAll() {
+            for (Cohort cohort : cohorts.values()) {
+                cohort.mutex.lock();
+                try {
+                    for (Member m : cohort.queue) {
+                        m.ring();
+                    }
+                    if (cohort.leader != null) {
+                        cohort.leader.ring();
+                    }
+                } finally {
+                    cohort.exit();
+                }
+            }
+        }
+
         /** How many cohorts exist (for tests). */
         int size() {
             return cohorts.size();
