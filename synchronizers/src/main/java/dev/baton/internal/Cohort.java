@@ -21,8 +21,10 @@ import java.util.function.Predicate;
  * hand-offs or MAX_TURN_NANOS after it took the lock from Redis, whichever comes first. The
  * hand-off that ends a turn asks Redis whether anybody else listens on the lock's channel (a
  * waiting Baton client or Redisson client does); if so, it releases the lock and publishes as
- * an ordinary release does, and the cohort's next leader waits YIELD_NANOS before it asks, so
- * the other client's woken waiter gets there first. If nobody listens, the hand-off goes on
+ * an ordinary release does, and the cohort's next leader waits YIELD_NANOS before it asks (as a
+ * refused acquisition waits: subscribed, so it counts as a listener when the other client's turn
+ * ends, and asking at once when a release is announced), so the other client's woken waiter gets
+ * there first. If nobody listens, the hand-off goes on
  * and a new turn starts.
  *
  * States of a member (one waiting acquisition):
@@ -47,9 +49,9 @@ import java.util.function.Predicate;
  */
 final class Cohort {
     /** Hand-offs inside one client before its turn is over. */
-    static final int MAX_PASSES = 16;
+    static final int MAX_PASSES = 8;
     /** How long one client may keep a contended lock through hand-offs before its turn is over. */
-    static final long MAX_TURN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    static final long MAX_TURN_NANOS = TimeUnit.MILLISECONDS.toNanos(4);
     /** How long a cohort's next leader waits after its turn ended with a release to others. */
     static final long YIELD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
     /** How often a queued member re-checks that the holder still holds (a watchdog holder). */
@@ -71,6 +73,14 @@ final class Cohort {
 
     /** Not this member's turn: park until {@code bell} rings or {@code recheckNanos} pass. */
     record Wait(CompletableFuture<Void> bell, long recheckNanos) implements Turn {
+    }
+
+    /**
+     * The leader of a cohort that just gave the lock up to other clients: wait as a refused
+     * acquisition does (subscribed, so the other client's turn ends towards it) for at most
+     * {@code nanos}, then ask Redis.
+     */
+    record Yield(long nanos) implements Turn {
     }
 
     /** Redis did not answer the leader this member queued behind, and it cannot wait longer. */
@@ -251,7 +261,7 @@ final class Cohort {
 
     private static Turn turnAsLeader(Cohort c, Member member, long nowNanos) {
         long wait = member.notBeforeNanos - nowNanos;
-        return wait > 0 ? c.waitFor(member, wait) : ASK_REDIS;
+        return wait > 0 ? new Yield(wait) : ASK_REDIS;
     }
 
     private Turn waitFor(Member member, long nanos) {
@@ -259,6 +269,17 @@ final class Cohort {
             member.bell = new CompletableFuture<>();
         }
         return new Wait(member.bell, nanos);
+    }
+
+    /** A release was announced on the channel: a yielding leader's wait is over, it asks now. */
+    static void releaseSeen(Member member) {
+        Cohort c = member.cohort;
+        c.mutex.lock();
+        try {
+            member.notBeforeNanos = 0;
+        } finally {
+            c.exit();
+        }
     }
 
     /** The leader's own attempt was granted by Redis: it holds the lock and a turn starts. */

@@ -321,6 +321,9 @@ class RedisLock implements BatonLock {
         @Override
         public void messageSeen(String message) {
             waiting.messageSeen(message);
+            if (member != null) {
+                Cohort.releaseSeen(member);
+            }
         }
 
         @Override
@@ -338,6 +341,11 @@ class RedisLock implements BatonLock {
                 if (turn instanceof Cohort.Handed) {
                     // A thread of this client released the lock to us in place; the lease is ours.
                     return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
+                }
+                if (turn instanceof Cohort.Yield yield) {
+                    // Refused without asking: wait on the channel, like a refusal, for the yield.
+                    return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false,
+                            Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(yield.nanos()))));
                 }
                 if (turn instanceof Cohort.Wait wait) {
                     return CompletableFuture.completedFuture(
