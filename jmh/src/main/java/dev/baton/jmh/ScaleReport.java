@@ -16,7 +16,8 @@ import java.util.concurrent.locks.Lock;
  * Counts, not timings, for Baton and Redisson on one redis-server in one run: Redis commands
  * per second spent renewing 10,000 held watchdog locks; commands and keys per lock+unlock pair;
  * pub/sub connections and failures with 1,000 threads waiting on 100 locks. Run with
- * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.ScaleReport}.
+ * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.ScaleReport} ({@code --contention}: only
+ * the contended scenarios, with the CPU they cost per acquisition).
  */
 public final class ScaleReport {
     private static final int HELD_LOCKS = 10_000;
@@ -39,7 +40,7 @@ public final class ScaleReport {
      * and the most channel subscriptions seen at once, per client.
      */
     record Contention(String kind, int clients, int threads, double perSecond, double p99Ms, double commandsPerAcquisition,
-                      double subscriptionsPerClient, int failed) {
+                      double subscriptionsPerClient, int failed, double redisCpuMicros, double clientCpuMicros) {
     }
 
     /** 8 threads of one client on a semaphore of 4 permits: acquire+release per second and commands per pair. */
@@ -70,8 +71,16 @@ public final class ScaleReport {
         RedisForBenchmarks.Target redis = RedisForBenchmarks.get();
         System.out.println("redis-server " + redis.command("INFO", "server").toString()
                 .replaceAll("(?s).*redis_version:([^\\r\\n]*).*", "$1") + " on " + redis.uri());
+        boolean contentionOnly = java.util.Arrays.asList(args).contains("--contention");
         for (Impl impl : Impl.values()) {
-            measure(redis, impl);
+            if (contentionOnly) {
+                for (String kind : List.of("lock", "fair")) {
+                    contention(redis, impl, kind, 4, 64, 20);
+                    contention(redis, impl, kind, 2, 4, 250);
+                }
+            } else {
+                measure(redis, impl);
+            }
         }
         System.exit(0);
     }
@@ -84,6 +93,7 @@ public final class ScaleReport {
         List<Contention> contention = new ArrayList<>();
         for (String kind : List.of("lock", "fair")) {
             contention.add(contention(redis, impl, kind, 4, 64, 20));
+            contention.add(contention(redis, impl, kind, 2, 4, 250)); // for its CPU per acquisition
         }
         SemaphoreCounts semaphore = semaphoreCounts(redis, impl);
         List<Heap> heap = new ArrayList<>();
@@ -95,6 +105,12 @@ public final class ScaleReport {
 
     private static Contention contention(RedisForBenchmarks.Target redis, Impl impl, String kind, int clientCount,
                                          int threadsPerClient, int perThread) throws Exception {
+        contentionOnce(redis, impl, kind, clientCount, threadsPerClient, perThread, false); // warm-up: JIT, connections
+        return contentionOnce(redis, impl, kind, clientCount, threadsPerClient, perThread, true);
+    }
+
+    private static Contention contentionOnce(RedisForBenchmarks.Target redis, Impl impl, String kind, int clientCount,
+                                             int threadsPerClient, int perThread, boolean print) throws Exception {
         redis.command("FLUSHALL");
         List<Impl.Client> clients = new ArrayList<>();
         try {
@@ -140,6 +156,8 @@ public final class ScaleReport {
             }
             ready.await();
             redis.command("CONFIG", "RESETSTAT");
+            double redisCpuBefore = redisCpuSeconds(redis);
+            long clientCpuBefore = clientCpuNanos();
             long started = System.nanoTime();
             go.countDown();
             int mostSubscriptions = 0;
@@ -150,6 +168,8 @@ public final class ScaleReport {
                 }
             }
             long elapsed = System.nanoTime() - started;
+            double redisCpu = redisCpuSeconds(redis) - redisCpuBefore;
+            long clientCpu = clientCpuNanos() - clientCpuBefore;
             boolean finished = done.getCount() == 0;
             pool.shutdownNow();
             Map<String, Long> calls = calls(redis);
@@ -164,17 +184,38 @@ public final class ScaleReport {
             int acquisitions = threads * perThread - failed.get();
             Contention result = new Contention(kind, clientCount, threadsPerClient, acquisitions / (elapsed / 1e9), p99,
                     commands / (double) Math.max(1, acquisitions), mostSubscriptions / (double) clientCount,
-                    failed.get() + (finished ? 0 : 1_000_000));
+                    failed.get() + (finished ? 0 : 1_000_000), redisCpu * 1e6 / Math.max(1, acquisitions),
+                    clientCpu / 1e3 / Math.max(1, acquisitions));
+            if (!print) {
+                return result;
+            }
             System.out.printf("%-9s %s, %d clients x %d threads: %.0f acquisitions/s, p99 %.2f ms, %.2f commands per "
                             + "acquisition, at most %.1f subscriptions per client, %d failed%s%n", impl, kind, clientCount,
                     threadsPerClient, result.perSecond(), p99, result.commandsPerAcquisition(),
                     result.subscriptionsPerClient(), failed.get(), finished ? "" : ", NOT FINISHED within 240 s");
+            System.out.printf("%-9s %s, %d clients x %d threads: CPU per acquisition: redis-server %.0f us, this JVM "
+                            + "(all clients, the harness included) %.0f us; wall time per acquisition %.0f us on %d cores%n",
+                    impl, kind, clientCount, threadsPerClient, result.redisCpuMicros(), result.clientCpuMicros(),
+                    1e6 / result.perSecond(), Runtime.getRuntime().availableProcessors());
             return result;
         } finally {
             for (Impl.Client c : clients) {
                 c.close();
             }
         }
+    }
+
+    /** CPU the redis-server process has used, user and system ({@code INFO cpu}). */
+    private static double redisCpuSeconds(RedisForBenchmarks.Target redis) {
+        String info = (String) redis.command("INFO", "cpu");
+        return Double.parseDouble(info.replaceAll("(?s).*\\bused_cpu_sys:([0-9.]+).*", "$1"))
+                + Double.parseDouble(info.replaceAll("(?s).*\\bused_cpu_user:([0-9.]+).*", "$1"));
+    }
+
+    /** CPU this JVM has used, every thread. */
+    private static long clientCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
     }
 
     /** Channel subscriptions the server counts right now, over every connection. */
@@ -201,6 +242,8 @@ public final class ScaleReport {
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             CountDownLatch done = new CountDownLatch(threads);
             redis.command("CONFIG", "RESETSTAT");
+            double redisCpuBefore = redisCpuSeconds(redis);
+            long clientCpuBefore = clientCpuNanos();
             long started = System.nanoTime();
             for (int t = 0; t < threads; t++) {
                 pool.submit(() -> {
@@ -217,6 +260,8 @@ public final class ScaleReport {
             }
             boolean finished = done.await(120, TimeUnit.SECONDS);
             long elapsed = System.nanoTime() - started;
+            double redisCpu = redisCpuSeconds(redis) - redisCpuBefore;
+            long clientCpu = clientCpuNanos() - clientCpuBefore;
             pool.shutdownNow();
             long commands = 0;
             for (Map.Entry<String, Long> e : calls(redis).entrySet()) {
@@ -228,6 +273,8 @@ public final class ScaleReport {
             SemaphoreCounts result = new SemaphoreCounts(ops / (elapsed / 1e9), commands / (double) ops);
             System.out.printf("%-9s semaphore, 4 permits x 8 threads: %.0f acquire+release/s, %.2f commands each%s%n",
                     impl, result.perSecond(), result.commandsPerOp(), finished ? "" : ", NOT FINISHED within 120 s");
+            System.out.printf("%-9s semaphore: CPU per acquire+release: redis-server %.0f us, this JVM %.0f us; wall %.0f us%n",
+                    impl, redisCpu * 1e6 / ops, clientCpu / 1e3 / ops, elapsed / 1e3 / ops);
             return result;
         }
     }
