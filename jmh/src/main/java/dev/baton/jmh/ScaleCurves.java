@@ -1,6 +1,6 @@
 package dev.baton.jmh;
 
-import org.knowm.xchart.VectorGraphicsEncoder;
+import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
@@ -29,9 +29,10 @@ import java.util.concurrent.locks.Lock;
  * acquire+release) for 1, 2, 4, 8, 16 and 64 threads per client and 1, 2 and 4 clients, for the
  * lock, the fair lock and a semaphore of 4 permits, Baton and Redisson on one redis-server; and
  * the Redis memory of a held lock and of a queued fair waiter. Writes the numbers as CSV and draws
- * them as SVG charts (XChart). Run with
+ * them as PNG charts (XChart). Run with
  * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.ScaleCurves [--out DIR] [--ops N]}, or as
- * part of {@link BenchmarkReport}.
+ * part of {@link BenchmarkReport}; {@code --redraw DIR} draws the charts again from the
+ * {@code scale.csv} in DIR without measuring.
  */
 public final class ScaleCurves {
     static final int[] THREADS = {1, 2, 4, 8, 16, 64};
@@ -59,7 +60,13 @@ public final class ScaleCurves {
             switch (args[i]) {
                 case "--out" -> out = Path.of(args[++i]);
                 case "--ops" -> ops = Integer.parseInt(args[++i]);
-                default -> throw new IllegalArgumentException("unknown option " + args[i] + "; use --out DIR, --ops N");
+                case "--redraw" -> {
+                    Path dir = Path.of(args[++i]);
+                    drawAll(read(dir.resolve("scale.csv")), dir);
+                    System.exit(0);
+                }
+                default -> throw new IllegalArgumentException("unknown option " + args[i]
+                        + "; use --out DIR, --ops N, --redraw DIR");
             }
         }
         RedisForBenchmarks.Target redis = RedisForBenchmarks.get();
@@ -233,18 +240,37 @@ public final class ScaleCurves {
             mem.append(String.format(Locale.ROOT, "%s,%.0f,%.0f%n", m.impl(), m.perHeldLock(), m.perQueuedFairWaiter()));
         }
         Files.writeString(dir.resolve("memory.csv"), mem);
+        drawAll(points, dir);
+        System.out.println("scale curves written to " + dir.toAbsolutePath());
+    }
+
+    /** One throughput and one p99 chart per kind, {@code scale-<kind>-throughput.png} and {@code -p99.png}. */
+    static void drawAll(List<Point> points, Path dir) throws IOException {
         for (String kind : KINDS) {
             chart(points, kind, true, dir.resolve("scale-" + kind + "-throughput"));
             chart(points, kind, false, dir.resolve("scale-" + kind + "-p99"));
         }
-        System.out.println("scale curves written to " + dir.toAbsolutePath());
+    }
+
+    /** The points of a {@code scale.csv} written by {@link #write}. */
+    static List<Point> read(Path csv) throws IOException {
+        List<Point> points = new ArrayList<>();
+        for (String line : Files.readAllLines(csv)) {
+            if (line.isBlank() || line.startsWith("impl,")) {
+                continue;
+            }
+            String[] f = line.split(",");
+            points.add(new Point(Impl.valueOf(f[0]), f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]),
+                    Double.parseDouble(f[4]), Double.parseDouble(f[5]), Integer.parseInt(f[6])));
+        }
+        return points;
     }
 
     private static final Color[] BY_CLIENTS = {new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x2ca02c)};
 
     private static void chart(List<Point> points, String kind, boolean throughput, Path file) throws IOException {
-        String what = kind.equals("semaphore") ? "semaphore (4 permits) acquire+release" : (kind.equals("fair") ? "fair lock" : "lock")
-                + " lock+unlock";
+        String what = kind.equals("semaphore") ? "semaphore of 4 permits: acquire+release"
+                : (kind.equals("fair") ? "fair lock" : "lock") + ": lock+unlock";
         XYChart chart = new XYChartBuilder().width(760).height(440)
                 .title((throughput ? "Throughput, " : "p99 latency, ") + what)
                 .xAxisTitle("threads per client").yAxisTitle(throughput ? "operations per second" : "p99 (ms)").build();
@@ -277,6 +303,6 @@ public final class ScaleCurves {
                         : new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_ROUND, 10f, new float[] {6f, 4f}, 0f));
             }
         }
-        VectorGraphicsEncoder.saveVectorGraphic(chart, file.toString(), VectorGraphicsEncoder.VectorGraphicsFormat.SVG);
+        BitmapEncoder.saveBitmapWithDPI(chart, file.toString(), BitmapEncoder.BitmapFormat.PNG, 110);
     }
 }

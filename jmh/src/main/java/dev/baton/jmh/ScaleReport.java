@@ -17,7 +17,8 @@ import java.util.concurrent.locks.Lock;
  * per second spent renewing 10,000 held watchdog locks; commands and keys per lock+unlock pair;
  * pub/sub connections and failures with 1,000 threads waiting on 100 locks. Run with
  * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.ScaleReport} ({@code --contention}: only
- * the contended scenarios, with the CPU they cost per acquisition).
+ * the contended scenarios, with the CPU they cost per acquisition; {@code --semaphore}: only the
+ * semaphore's, with its commands by name).
  */
 public final class ScaleReport {
     private static final int HELD_LOCKS = 10_000;
@@ -72,8 +73,12 @@ public final class ScaleReport {
         System.out.println("redis-server " + redis.command("INFO", "server").toString()
                 .replaceAll("(?s).*redis_version:([^\\r\\n]*).*", "$1") + " on " + redis.uri());
         boolean contentionOnly = java.util.Arrays.asList(args).contains("--contention");
+        boolean semaphoreOnly = java.util.Arrays.asList(args).contains("--semaphore");
         for (Impl impl : Impl.values()) {
-            if (contentionOnly) {
+            if (semaphoreOnly) {
+                semaphoreCounts(redis, impl); // warm-up
+                semaphoreCounts(redis, impl);
+            } else if (contentionOnly) {
                 for (String kind : List.of("lock", "fair")) {
                     contention(redis, impl, kind, 4, 64, 20);
                     contention(redis, impl, kind, 2, 4, 250);
@@ -270,6 +275,13 @@ public final class ScaleReport {
                 }
             }
             int ops = threads * perThread;
+            StringBuilder breakdown = new StringBuilder();
+            new java.util.TreeMap<>(calls(redis)).forEach((command, n) -> {
+                if (!List.of("client", "config", "info").contains(command)) {
+                    breakdown.append(String.format(" %s %.2f", command, n / (double) ops));
+                }
+            });
+            System.out.printf("%-9s semaphore: commands per acquire+release by name:%s%n", impl, breakdown);
             SemaphoreCounts result = new SemaphoreCounts(ops / (elapsed / 1e9), commands / (double) ops);
             System.out.printf("%-9s semaphore, 4 permits x 8 threads: %.0f acquire+release/s, %.2f commands each%s%n",
                     impl, result.perSecond(), result.commandsPerOp(), finished ? "" : ", NOT FINISHED within 120 s");
