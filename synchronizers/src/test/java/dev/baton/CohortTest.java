@@ -181,6 +181,54 @@ class CohortTest {
     }
 
     @Test
+    void twoClientsContendingTakeTurnsAndNeitherStarvesTheOther() throws Exception {
+        // Without turns the first client to get the lock would hand it among its own 4 threads
+        // until they were done, and the other would wait for all of it: a share of 100 %.
+        Baton other = clients.open(redis);
+        List<Baton> both = List.of(baton, other);
+        int perThread = 100;
+        int perClient = 4 * perThread;
+        int[] grantedTo = new int[2 * perClient];
+        AtomicInteger grants = new AtomicInteger();
+        long[] longestWaitNanos = new long[8];
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        List<Future<?>> workers = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            int client = t % 2;
+            int me = t;
+            workers.add(threads.submit(() -> {
+                BatonLock mine = both.get(client).lock("hot");
+                go.await();
+                for (int i = 0; i < perThread; i++) {
+                    long asked = System.nanoTime();
+                    assertTrue(mine.tryLock(30, TimeUnit.SECONDS), "waited 30 s");
+                    longestWaitNanos[me] = Math.max(longestWaitNanos[me], System.nanoTime() - asked);
+                    grantedTo[grants.getAndIncrement()] = client; // in grant order: written while held
+                    mine.unlock();
+                }
+                return null;
+            }));
+        }
+        go.countDown();
+        for (Future<?> w : workers) {
+            w.get(120, TimeUnit.SECONDS);
+        }
+        // Count the grants until one client made its last acquisition: until then both asked.
+        int[] taken = new int[2];
+        int counted = 0;
+        while (counted < grantedTo.length && ++taken[grantedTo[counted++]] < perClient) {
+            // counting
+        }
+        double largestShare = Math.max(taken[0], taken[1]) / (double) counted;
+        long longestWaitMs = TimeUnit.NANOSECONDS.toMillis(java.util.Arrays.stream(longestWaitNanos).max().orElse(0));
+        System.out.printf("[cohort] two clients x 4 threads: largest share of one client while both asked %.0f %% of %d "
+                + "grants (%d and %d), longest wait of one thread %d ms%n", largestShare * 100, counted, taken[0], taken[1],
+                longestWaitMs);
+        assertTrue(largestShare <= 0.75, "one client took " + Math.round(largestShare * 100)
+                + " % of the grants while the other also asked (" + taken[0] + " and " + taken[1] + ")");
+    }
+
+    @Test
     void aQueuedTimedWaitAsksRedisAtItsDeadlineAndAQueuedLockFailsWithItsLeader() throws Exception {
         warmUp();
         BatonLock lock = baton.lock("hot");

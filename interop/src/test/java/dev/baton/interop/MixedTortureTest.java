@@ -37,6 +37,8 @@ class MixedTortureTest extends InteropTest {
         // 4 threads on Baton (one client, so they pass the lock among themselves) and 4 on
         // Redisson: Baton's turns must leave Redisson's threads their share.
         long[] longestWaitNanos = new long[2];
+        int[] grantedTo = new int[1200]; // 0 Baton, 1 Redisson, in grant order (written while held)
+        AtomicInteger grants = new AtomicInteger();
         for (int t = 0; t < 8; t++) {
             boolean useBaton = t % 2 == 0;
             Lock write = kind.equals("lock")
@@ -52,6 +54,7 @@ class MixedTortureTest extends InteropTest {
                         longestWaitNanos[side] = Math.max(longestWaitNanos[side], waited);
                     }
                     try {
+                        grantedTo[grants.getAndIncrement()] = useBaton ? 0 : 1;
                         if (inside.incrementAndGet() > 1) {
                             overlaps.incrementAndGet();
                         }
@@ -69,10 +72,23 @@ class MixedTortureTest extends InteropTest {
         for (Future<?> w : workers) {
             w.get(3, TimeUnit.MINUTES);
         }
+        // The grants until one side made its last acquisition: until then both asked.
+        int[] taken = new int[2];
+        int counted = 0;
+        while (counted < grantedTo.length && ++taken[grantedTo[counted++]] < 600) {
+            // counting
+        }
         System.out.println("[mixed " + kind + "] longest wait of a Baton thread " + longestWaitNanos[0] / 1_000_000
-                + " ms, of a Redisson thread " + longestWaitNanos[1] / 1_000_000 + " ms");
+                + " ms, of a Redisson thread " + longestWaitNanos[1] / 1_000_000 + " ms; while both asked, Baton took "
+                + taken[0] + " and Redisson " + taken[1] + " of " + counted + " grants");
         assertEquals(0, overlaps.get());
         assertEquals(1200L, counter[0]);
+        if (kind.equals("lock")) {
+            // Baton's threads pass the lock among themselves in turns (ADR 0006); a turn ends with an
+            // ordinary release while Redisson's threads listen, so Redisson's keep a share.
+            assertTrue(taken[1] >= counted / 4, "Redisson's threads got " + taken[1] + " of " + counted
+                    + " grants while both asked: Baton's turns starved them");
+        }
     }
 
     @Test

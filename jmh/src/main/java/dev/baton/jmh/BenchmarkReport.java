@@ -216,6 +216,8 @@ public final class BenchmarkReport {
             table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", p + "commands"), w.commandsPerAcquisition());
             table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", p + "subscriptions"), w.subscriptionsPerClient());
             table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", p + "failed"), (double) w.failed());
+            table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", p + "share"), w.largestShare() * 100);
+            table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", p + "longestWait"), w.longestWaitMs());
         }
         table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "semaphore.perSecond"), c.semaphore().perSecond());
         table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "semaphore.commands"), c.semaphore().commandsPerOp());

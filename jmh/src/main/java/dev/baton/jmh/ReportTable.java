@@ -168,6 +168,17 @@ final class ReportTable {
             rows.add(countRow("… channel subscriptions per client, most seen at once", counts, p + "subscriptions",
                     kind.equals("lock") ? Direction.AT_MOST : null, 1));
         }
+        for (String shape : List.of("2x4", "4x64")) {
+            for (String kind : List.of("lock", "fair")) {
+                String p = "wide-" + kind + "-" + shape + ".";
+                int clients = Integer.parseInt(shape.substring(0, 1));
+                String label = (kind.equals("fair") ? "contended fair lock, " : "contended lock, ") + shape.replace("x", " clients × ")
+                        + " threads: fairness between clients";
+                rows.add(countRow(label + ": the largest share one client took while every client still asked (%; even: "
+                        + 100 / clients + " %)", counts, p + "share", null, 0));
+                rows.add(countRow("… the longest one thread waited for one acquisition (ms)", counts, p + "longestWait", null, 0));
+            }
+        }
         rows.add(countRow("Redis memory per held lock (bytes)", "ScaleCurves", "memoryPerLock", null, 0));
         rows.add(countRow("Redis memory per queued fair waiter (bytes)", "ScaleCurves", "memoryPerFairWaiter", null, 0));
         for (String n : List.of("100", "1000", "10000")) {

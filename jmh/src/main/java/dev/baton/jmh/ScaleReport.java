@@ -38,10 +38,14 @@ public final class ScaleReport {
      * {@code clients} x {@code threads} on one lock of {@code kind}, each thread taking and
      * releasing it {@code perThread} times: acquisitions per second, p99 of one lock+unlock,
      * every Redis command per acquisition (scripts and the commands they run, pub/sub included),
-     * and the most channel subscriptions seen at once, per client.
+     * and the most channel subscriptions seen at once, per client. Fairness between the clients:
+     * {@code largestShare}, the largest fraction of the grants one client took while every client
+     * still had acquisitions to make (the grants before the first client made its last one), and
+     * {@code longestWaitMs}, the longest a single {@code tryLock} of any thread waited.
      */
     record Contention(String kind, int clients, int threads, double perSecond, double p99Ms, double commandsPerAcquisition,
-                      double subscriptionsPerClient, int failed, double redisCpuMicros, double clientCpuMicros) {
+                      double subscriptionsPerClient, int failed, double redisCpuMicros, double clientCpuMicros,
+                      double largestShare, double longestWaitMs) {
     }
 
     /** 8 threads of one client on a semaphore of 4 permits: acquire+release per second and commands per pair. */
@@ -130,6 +134,10 @@ public final class ScaleReport {
             int threads = clientCount * threadsPerClient;
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             long[][] took = new long[threads][perThread];
+            long[] longestWait = new long[threads];
+            // The client of every grant, in the order the lock was granted (written while held).
+            int[] grantedTo = new int[threads * perThread];
+            AtomicInteger grants = new AtomicInteger();
             AtomicInteger failed = new AtomicInteger();
             CountDownLatch ready = new CountDownLatch(threads);
             CountDownLatch go = new CountDownLatch(1);
@@ -138,6 +146,7 @@ public final class ScaleReport {
                 Impl.Client client = clients.get(t % clientCount);
                 Lock lock = kind.equals("fair") ? client.fairLock(name) : client.lock(name);
                 int me = t;
+                int clientIndex = t % clientCount;
                 pool.submit(() -> {
                     try {
                         ready.countDown();
@@ -145,6 +154,8 @@ public final class ScaleReport {
                         for (int i = 0; i < perThread; i++) {
                             long start = System.nanoTime();
                             if (lock.tryLock(60, TimeUnit.SECONDS)) {
+                                longestWait[me] = Math.max(longestWait[me], System.nanoTime() - start);
+                                grantedTo[grants.getAndIncrement()] = clientIndex;
                                 lock.unlock();
                             } else {
                                 failed.incrementAndGet();
@@ -190,7 +201,9 @@ public final class ScaleReport {
             Contention result = new Contention(kind, clientCount, threadsPerClient, acquisitions / (elapsed / 1e9), p99,
                     commands / (double) Math.max(1, acquisitions), mostSubscriptions / (double) clientCount,
                     failed.get() + (finished ? 0 : 1_000_000), redisCpu * 1e6 / Math.max(1, acquisitions),
-                    clientCpu / 1e3 / Math.max(1, acquisitions));
+                    clientCpu / 1e3 / Math.max(1, acquisitions),
+                    largestShare(grantedTo, Math.min(grants.get(), grantedTo.length), clientCount, threadsPerClient * perThread),
+                    java.util.Arrays.stream(longestWait).max().orElse(0) / 1e6);
             if (!print) {
                 return result;
             }
@@ -202,12 +215,35 @@ public final class ScaleReport {
                             + "(all clients, the harness included) %.0f us; wall time per acquisition %.0f us on %d cores%n",
                     impl, kind, clientCount, threadsPerClient, result.redisCpuMicros(), result.clientCpuMicros(),
                     1e6 / result.perSecond(), Runtime.getRuntime().availableProcessors());
+            System.out.printf("%-9s %s, %d clients x %d threads: largest share of one client while all still asked %.0f %% "
+                            + "(even: %.0f %%), longest wait of one thread %.1f ms%n", impl, kind, clientCount,
+                    threadsPerClient, result.largestShare() * 100, 100.0 / clientCount, result.longestWaitMs());
             return result;
         } finally {
             for (Impl.Client c : clients) {
                 c.close();
             }
         }
+    }
+
+    /**
+     * The largest fraction of the grants one client took among the first {@code granted} grants
+     * (client index per grant, in grant order), counted until the first client made its last
+     * acquisition ({@code perClient}): after that the others contend without it, so their grants
+     * say nothing about fairness. Even sharing gives {@code 1 / clients}; a client that starves
+     * the others gives close to 1.
+     */
+    static double largestShare(int[] grantedTo, int granted, int clients, int perClient) {
+        int[] taken = new int[clients];
+        int counted = 0;
+        for (int i = 0; i < granted; i++) {
+            counted++;
+            if (++taken[grantedTo[i]] == perClient) {
+                break;
+            }
+        }
+        int most = java.util.Arrays.stream(taken).max().orElse(0);
+        return counted == 0 ? 0 : most / (double) counted;
     }
 
     /** CPU the redis-server process has used, user and system ({@code INFO cpu}). */
