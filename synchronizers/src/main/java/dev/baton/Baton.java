@@ -53,6 +53,10 @@ public interface Baton extends AutoCloseable {
      * Opens a client on a Lettuce {@link RedisClient} the application already has (standalone
      * or Sentinel). Baton opens its own connections from it and closes only those; the URIs in
      * {@code options} are ignored.
+     *
+     * @throws IllegalArgumentException  if {@code client} was created without a URI (Lettuce's
+     *                                   static master/replica clients are), so it cannot connect
+     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout
      */
     static Baton create(RedisClient client, BatonOptions options) {
         Objects.requireNonNull(client, "client");

@@ -55,6 +55,18 @@ class ApplicationClientTest {
      * URI timeout, which Spring Boot also uses, is 60 s).
      */
     @Test
+    void aClientWithoutAUriOfItsOwnIsRefusedWithAClearError() {
+        RedisClient noUri = RedisClient.create(); // what Spring Data Redis makes for static master/replica
+        try {
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> Baton.create(noUri, BatonOptions.builder().build()));
+            assertTrue(e.getMessage().contains("no RedisURI of its own"), e.getMessage());
+        } finally {
+            noUri.shutdown();
+        }
+    }
+
+    @Test
     void openingOnAPausedRedisFailsWithinTheCommandTimeout() {
         Duration timeout = Duration.ofSeconds(1);
         Duration bound = dev.baton.testkit.Bounds.within(timeout);

@@ -301,6 +301,13 @@ record LettuceConnections(StatefulConnection<String, String> commands,
         if (e instanceof IllegalArgumentException) {
             return e;
         }
+        if (e instanceof IllegalStateException && String.valueOf(e.getMessage()).contains("RedisURI")) {
+            // Lettuce's answer for a client made without a URI (Spring Data Redis makes one for
+            // a static master/replica setup): not an outage, and it will not pass by itself.
+            return new IllegalArgumentException("the application's RedisClient has no RedisURI of its own (a static "
+                    + "master/replica setup makes such a client), so Baton cannot connect with it; give Baton a client "
+                    + "created with a URI (standalone or Sentinel) or a RedisClusterClient", e);
+        }
         List<String> safe = redacted(options);
         return new RedisUnavailableException("cannot connect to Redis " + (safe.isEmpty() ? "(application's client)" : safe) + ": "
                 + Failures.unwrap(e).getMessage(), e);
