@@ -20,9 +20,15 @@ import org.springframework.context.annotation.Bean;
 @ConditionalOnEnabledHealthIndicator("baton")
 public class BatonHealthAutoConfiguration {
 
-    /** Counts the auto-configured client's lost leases for the health details. */
+    /**
+     * Counts the auto-configured client's lost leases for the health details. Only for the
+     * auto-configured client, which registers every observer bean: an application's own client
+     * would never tell it, and the health would report no loss for ever. (Such an application
+     * can define a {@code BatonLeaseLosses} bean itself and set it as its client's observer.)
+     */
     @Bean
     @ConditionalOnMissingBean
+    @ConditionalOnBean(BatonLifecycle.class)
     public BatonLeaseLosses batonLeaseLosses() {
         return new BatonLeaseLosses();
     }
@@ -30,7 +36,7 @@ public class BatonHealthAutoConfiguration {
     /** The health indicator; it does not create the client before the first check. */
     @Bean
     @ConditionalOnMissingBean(name = "batonHealthIndicator")
-    public BatonHealthIndicator batonHealthIndicator(ObjectProvider<Baton> baton, BatonLeaseLosses losses) {
-        return new BatonHealthIndicator(baton, losses);
+    public BatonHealthIndicator batonHealthIndicator(ObjectProvider<Baton> baton, ObjectProvider<BatonLeaseLosses> losses) {
+        return new BatonHealthIndicator(baton, losses.getIfAvailable());
     }
 }

@@ -9,7 +9,9 @@ import org.springframework.boot.health.contributor.Health;
  * Baton's health: UP when Redis answers a read through Baton's own connections within the
  * command timeout, DOWN (with the exception) otherwise, including when the client cannot be
  * created. Details: {@code leasesHeld} by this instance, {@code leasesLostRecently} (the last 15
- * minutes) and {@code lastLeaseLost}. A lost lease does not make the instance DOWN: the holder
+ * minutes) and {@code lastLeaseLost}; the last two only when a {@link BatonLeaseLosses} hears the
+ * client (always for the auto-configured client; an application that defines its own client
+ * registers one as its observer). A lost lease does not make the instance DOWN: the holder
  * has already been told, and the service can still take locks.
  *
  * <p>The read is an {@code EXISTS} of the lock key {@value #PROBE}, which Baton never writes.

@@ -254,6 +254,10 @@ class BatonAutoConfigurationTest {
         runner.withUserConfiguration(OwnBaton.class).run(context -> {
             assertSame(OwnBaton.created, context.getBean(Baton.class));
             assertInstanceOf(BatonLockRegistry.class, context.getBean(LockRegistry.class), "integrations use it");
+            Health health = context.getBean(BatonHealthIndicator.class).health();
+            assertEquals(Status.UP, health.getStatus(), String.valueOf(health));
+            assertFalse(health.getDetails().containsKey("leasesLostRecently"),
+                    "no loss count that the application's own client never feeds: " + health);
         });
         new ApplicationContextRunner()
                 .withConfiguration(AutoConfigurations.of(BatonAutoConfiguration.class, BatonHealthAutoConfiguration.class,
