@@ -21,12 +21,24 @@ public class ExportController {
     static final int CONCURRENT_EXPORTS = 4;
 
     private final Baton baton;
-    private final BatonSemaphore exports;
+    private volatile BatonSemaphore exports;
 
     public ExportController(Baton baton) {
-        this.baton = baton;
-        this.exports = baton.semaphore("example:exports");
-        exports.trySetPermits(CONCURRENT_EXPORTS); // the first instance sets the number; the rest keep it
+        this.baton = baton; // the auto-configured client is lazy: nothing here may use it yet
+    }
+
+    /**
+     * The semaphore, its permits set on first use (the first instance sets the number; the rest
+     * keep it), so the service starts while Redis is down and its health says so.
+     */
+    private BatonSemaphore exports() {
+        BatonSemaphore semaphore = exports;
+        if (semaphore == null) {
+            semaphore = baton.semaphore("example:exports");
+            semaphore.trySetPermits(CONCURRENT_EXPORTS);
+            exports = semaphore;
+        }
+        return semaphore;
     }
 
     // snippet spring-boot-endpoint begins
@@ -37,6 +49,7 @@ public class ExportController {
             return ResponseEntity.status(HttpStatus.CONFLICT).body("an export of " + id + " is running");
         }
         try {
+            BatonSemaphore exports = exports();
             if (!exports.tryAcquire(2, TimeUnit.SECONDS)) {
                 return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE).body("too many exports; try later");
             }
