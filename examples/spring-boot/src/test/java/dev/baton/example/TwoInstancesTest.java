@@ -42,7 +42,7 @@ class TwoInstancesTest {
         return new SpringApplicationBuilder(ExampleApplication.class).run(
                 "--server.port=0", "--server.address=127.0.0.1",
                 "--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + redis.port(),
-                "--example.report.cron=* * * * * *", "--example.report.lock-at-least-for=PT0.5S");
+                "--example.report.cron=* * * * * *", "--example.report.lock-at-least-for=PT0.9S");
     }
 
     private static int port(ConfigurableApplicationContext context) {

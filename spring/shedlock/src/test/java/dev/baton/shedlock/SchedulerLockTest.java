@@ -13,6 +13,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.scheduling.annotation.Scheduled;
 
@@ -35,21 +36,26 @@ class SchedulerLockTest {
         SchedulerLockTest.redis = redis;
     }
 
+    // snippet shedlock-provider begins
     @Configuration
     @EnableScheduling
-    @EnableSchedulerLock(defaultLockAtMostFor = "10s")
+    @EnableSchedulerLock(defaultLockAtMostFor = "10m")
+    static class SchedulingConfiguration {
+        @Bean
+        LockProvider lockProvider(Baton baton) {
+            return new BatonLockProvider(baton);
+        }
+    }
+    // snippet shedlock-provider ends
+
+    /** One node: the scheduling configuration the page shows, a client and the job. */
+    @Configuration
+    @Import(SchedulingConfiguration.class)
     static class Node {
         @Bean(destroyMethod = "close")
         Baton baton() {
             return Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
         }
-
-        // snippet shedlock-provider begins
-        @Bean
-        LockProvider lockProvider(Baton baton) {
-            return new BatonLockProvider(baton);
-        }
-        // snippet shedlock-provider ends
 
         @Bean
         Job job() {
@@ -59,9 +65,11 @@ class SchedulerLockTest {
 
     static class Job {
         @Scheduled(cron = "* * * * * *")
-        @SchedulerLock(name = "every-second", lockAtLeastFor = "500ms")
+        @SchedulerLock(name = "every-second", lockAtLeastFor = "900ms")
         public void run() {
-            // The second this run belongs to: both nodes fire for the same one.
+            // The second this run belongs to: both nodes fire for the same one. lockAtLeastFor
+            // keeps the lock for 900 ms of it, so a node whose run fires late (a loaded machine)
+            // still finds it taken, and the next second's runs find it free.
             long slot = System.currentTimeMillis() / 1000;
             redis.command("HINCRBY", RUNS, Long.toString(slot), "1");
         }
