@@ -75,6 +75,45 @@ class DocSnippetsTest {
         assertTrue(blocks >= 10, "found " + blocks + " java blocks");
     }
 
+    /** A dependency on one of Baton's artifacts inside a Maven block of a page. */
+    private static final Pattern BATON_DEPENDENCY = Pattern.compile(
+            "<groupId>dev\\.baton</groupId>\\s*<artifactId>([\\w.-]+)</artifactId>");
+    private static final Pattern ANY_XML_BLOCK = Pattern.compile("```xml\\n(.*?)```", Pattern.DOTALL);
+
+    @Test
+    void everyBatonArtifactAPageTellsUsersToDependOnIsAModuleOfThisBuild() throws IOException {
+        java.util.Set<String> modules = new java.util.TreeSet<>();
+        try (Stream<Path> poms = Files.walk(ROOT)) {
+            for (Path pom : poms.filter(p -> p.getFileName().toString().equals("pom.xml"))
+                    .filter(p -> !p.toString().contains("/target/")).toList()) {
+                // The module's own artifactId: the first one outside its <parent> block.
+                String text = Files.readString(pom).replaceAll("(?s)<parent>.*?</parent>", "");
+                Matcher own = Pattern.compile("<artifactId>([\\w.-]+)</artifactId>").matcher(text);
+                if (own.find()) {
+                    modules.add(own.group(1));
+                }
+            }
+        }
+        assertTrue(modules.contains("baton-synchronizers") && modules.contains("baton-shedlock"), "modules: " + modules);
+        List<Path> docs = new ArrayList<>(List.of(ROOT.resolve("README.md")));
+        try (Stream<Path> pages = Files.walk(ROOT.resolve("docs"))) {
+            pages.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
+        }
+        int dependencies = 0;
+        for (Path doc : docs) {
+            Matcher block = ANY_XML_BLOCK.matcher(Files.readString(doc));
+            while (block.find()) {
+                Matcher dependency = BATON_DEPENDENCY.matcher(block.group(1));
+                while (dependency.find()) {
+                    dependencies++;
+                    assertTrue(modules.contains(dependency.group(1)), ROOT.relativize(doc) + ": a Maven block names "
+                            + dependency.group(1) + ", which no module of this build is (" + modules + ")");
+                }
+            }
+        }
+        assertTrue(dependencies >= 6, "found " + dependencies + " Baton dependencies in the pages");
+    }
+
     private static Map<String, String> testedSnippets() throws IOException {
         Map<String, String> snippets = new HashMap<>();
         // Test sources, and the whole of the Spring modules and the examples (an example's own
