@@ -209,6 +209,13 @@ public final class BenchmarkReport {
             table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", f.getKey()), f.getValue());
         }
         table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "pairCommands"), c.pair().commands());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "steady.fraction"), c.pairCost().fractionOfFloor() * 100);
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "steady.wall"), c.pairCost().wallMicros());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "steady.floorWall"), c.pairCost().floorWallMicros());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "steady.redis"), c.pairCost().redisMicros());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "steady.floorRedis"), c.pairCost().floorRedisMicros());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "steady.client"), c.pairCost().clientMicros());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "steady.floorClient"), c.pairCost().floorClientMicros());
         for (ScaleReport.Contention w : c.contention()) {
             String p = "wide-" + w.kind() + "-" + w.clients() + "x" + w.threads() + ".";
             table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", p + "perSecond"), w.perSecond());

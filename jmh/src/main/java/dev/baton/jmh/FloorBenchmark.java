@@ -22,7 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
-@Warmup(iterations = 2, time = 2)
+@Warmup(iterations = 6, time = 2) // Baton and Redisson were still speeding up in the 5th 2 s iteration
 @Measurement(iterations = 3, time = 3)
 @Fork(1)
 public class FloorBenchmark {

@@ -26,7 +26,7 @@ import java.util.concurrent.locks.Lock;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 2, time = 2)
+@Warmup(iterations = 6, time = 2) // Baton and Redisson were still speeding up in the 5th 2 s iteration
 @Measurement(iterations = 3, time = 3)
 @Fork(1)
 public class LockBenchmark {

@@ -80,6 +80,16 @@ final class ReportTable {
         rows.add(goalRow("… the same fraction, median of the " + repeats() + " runs (each measuring its own floor)",
                 pct(batonMedian), pct(medianFraction(Impl.REDISSON)), "", batonMedian, Direction.AT_LEAST, 0.95,
                 "Baton ≥ 95 %, median of 3"));
+        rows.add(countRow("… the same fraction in the steady state: " + String.format("%,d", 20_000)
+                + " pairs after as many unmeasured, median of 3 rounds, each beside its own floor round (%)", "ScaleReport",
+                "steady.fraction", null, 0));
+        rows.add(countRow("… wall time per pair in those rounds (µs)", "ScaleReport", "steady.wall", null, 0));
+        rows.add(countRow("… the floor's wall time per pair in those rounds (µs)", "ScaleReport", "steady.floorWall", null, 0));
+        rows.add(countRow("… redis-server CPU per pair (µs; `INFO cpu`, user + system)", "ScaleReport", "steady.redis",
+                null, 0));
+        rows.add(countRow("… redis-server CPU per floor pair (µs)", "ScaleReport", "steady.floorRedis", null, 0));
+        rows.add(countRow("… the client JVM's CPU per pair (µs)", "ScaleReport", "steady.client", null, 0));
+        rows.add(countRow("… the client JVM's CPU per floor pair (µs)", "ScaleReport", "steady.floorClient", null, 0));
         throughput(rows, "uncontended lock(lease)+unlock() (ops/s)", lock + "uncontendedLease", "", null, 0);
         throughput(rows, "8 threads, each on its own lock (ops/s)", lock + "distinctLocks8Threads", "",
                 Direction.AT_LEAST, 1.3);

@@ -30,7 +30,7 @@ public final class ScaleReport {
     }
 
     /** What one implementation cost, counted by the server. */
-    record Counts(Impl impl, Renewal renewal, Pair pair, Waiters waiters, List<Contention> contention,
+    record Counts(Impl impl, Renewal renewal, Pair pair, PairCost pairCost, Waiters waiters, List<Contention> contention,
                   SemaphoreCounts semaphore, List<Heap> heap) {
     }
 
@@ -60,6 +60,22 @@ public final class ScaleReport {
     record Renewal(double scriptsPerSecond, double pexpirePerSecond) {
     }
 
+    /**
+     * An uncontended lock+unlock pair in the steady state ({@value #STEADY_PAIRS} pairs after as
+     * many unmeasured, three rounds, the median round) against the floor measured the same way
+     * between its rounds (two EVALSHA of {@code return 1} on a plain Lettuce connection): wall time
+     * per pair, and the redis-server CPU each pair cost ({@code INFO cpu}: the whole process, its
+     * network reads and writes included), and the CPU of this JVM per pair.
+     */
+    record PairCost(double wallMicros, double floorWallMicros, double redisMicros, double floorRedisMicros,
+                    double clientMicros, double floorClientMicros) {
+        double fractionOfFloor() {
+            return floorWallMicros / wallMicros;
+        }
+    }
+
+    private static final int STEADY_PAIRS = 20_000;
+
     /** Per uncontended lock+unlock pair: commands run, and keys left right after {@value #PAIRS} pairs. */
     record Pair(double scripts, double del, double set, long keysLeft, double commands) {
     }
@@ -78,8 +94,11 @@ public final class ScaleReport {
                 .replaceAll("(?s).*redis_version:([^\\r\\n]*).*", "$1") + " on " + redis.uri());
         boolean contentionOnly = java.util.Arrays.asList(args).contains("--contention");
         boolean semaphoreOnly = java.util.Arrays.asList(args).contains("--semaphore");
+        boolean pairCostOnly = java.util.Arrays.asList(args).contains("--pair-cost");
         for (Impl impl : Impl.values()) {
-            if (semaphoreOnly) {
+            if (pairCostOnly) {
+                pairCost(redis, impl);
+            } else if (semaphoreOnly) {
                 semaphoreCounts(redis, impl); // warm-up
                 semaphoreCounts(redis, impl);
             } else if (contentionOnly) {
@@ -98,6 +117,7 @@ public final class ScaleReport {
     static Counts measure(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
         Renewal renewal = renewalCost(redis, impl);
         Pair pair = perPair(redis, impl);
+        PairCost pairCost = pairCost(redis, impl);
         Waiters waiters = manyWaiters(redis, impl);
         List<Contention> contention = new ArrayList<>();
         for (String kind : List.of("lock", "fair")) {
@@ -109,7 +129,7 @@ public final class ScaleReport {
         for (int n : List.of(100, 1_000, 10_000)) {
             heap.add(heapPerWaiter(redis, impl, n, Math.min(n, 1_000)));
         }
-        return new Counts(impl, renewal, pair, waiters, contention, semaphore, heap);
+        return new Counts(impl, renewal, pair, pairCost, waiters, contention, semaphore, heap);
     }
 
     private static Contention contention(RedisForBenchmarks.Target redis, Impl impl, String kind, int clientCount,
@@ -415,6 +435,61 @@ public final class ScaleReport {
             }
             return new Renewal(scriptRate, pexpireRate);
         }
+    }
+
+    /** See {@link PairCost}. */
+    static PairCost pairCost(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
+        redis.command("FLUSHALL");
+        io.lettuce.core.RedisClient raw = io.lettuce.core.RedisClient.create(redis.uri());
+        try (Impl.Client client = impl.connect(redis.uri());
+             io.lettuce.core.api.StatefulRedisConnection<String, String> connection = raw.connect()) {
+            io.lettuce.core.api.sync.RedisCommands<String, String> floor = connection.sync();
+            String sha = floor.scriptLoad("return 1");
+            Lock lock = client.lock("steady");
+            Runnable pairs = () -> {
+                for (int i = 0; i < STEADY_PAIRS; i++) {
+                    lock.lock();
+                    lock.unlock();
+                }
+            };
+            Runnable floorPairs = () -> {
+                for (int i = 0; i < STEADY_PAIRS; i++) {
+                    floor.evalsha(sha, io.lettuce.core.ScriptOutputType.INTEGER);
+                    floor.evalsha(sha, io.lettuce.core.ScriptOutputType.INTEGER);
+                }
+            };
+            pairs.run(); // unmeasured: JIT, connections, scripts loaded
+            floorPairs.run();
+            List<double[]> rounds = new ArrayList<>();
+            for (int round = 0; round < 3; round++) {
+                double[] lockCost = roundCost(redis, pairs);
+                double[] floorCost = roundCost(redis, floorPairs);
+                rounds.add(new double[] {lockCost[0], floorCost[0], lockCost[1], floorCost[1], lockCost[2], floorCost[2]});
+            }
+            rounds.sort(java.util.Comparator.comparingDouble(r -> r[1] / r[0]));
+            double[] median = rounds.get(1);
+            PairCost cost = new PairCost(median[0], median[1], median[2], median[3], median[4], median[5]);
+            System.out.printf("%-9s uncontended pair, steady state (median of 3 rounds of %,d): %.1f us wall, floor %.1f us "
+                            + "(%.0f %% of the floor); CPU per pair: redis-server %.1f us (floor's %.1f), this JVM %.1f us "
+                            + "(floor's %.1f)%n", impl, STEADY_PAIRS,
+                    cost.wallMicros(), cost.floorWallMicros(), cost.fractionOfFloor() * 100, cost.redisMicros(),
+                    cost.floorRedisMicros(), cost.clientMicros(), cost.floorClientMicros());
+            return cost;
+        } finally {
+            raw.shutdown();
+        }
+    }
+
+    /** Runs {@code pairs}: wall time, redis-server CPU (user and system, INFO cpu) and this JVM's CPU per pair, in µs. */
+    private static double[] roundCost(RedisForBenchmarks.Target redis, Runnable pairs) {
+        double cpuBefore = redisCpuSeconds(redis);
+        long clientBefore = clientCpuNanos();
+        long start = System.nanoTime();
+        pairs.run();
+        long wall = System.nanoTime() - start;
+        long client = clientCpuNanos() - clientBefore;
+        double cpu = redisCpuSeconds(redis) - cpuBefore;
+        return new double[] {wall / 1e3 / STEADY_PAIRS, cpu * 1e6 / STEADY_PAIRS, client / 1e3 / STEADY_PAIRS};
     }
 
     private static Pair perPair(RedisForBenchmarks.Target redis, Impl impl) {
