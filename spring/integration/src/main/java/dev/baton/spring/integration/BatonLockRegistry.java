@@ -81,14 +81,31 @@ public final class BatonLockRegistry
     }
 
     /**
-     * Drops from the cache every lock that no thread of this registry holds and that was last
-     * obtained, locked or unlocked more than {@code age} milliseconds ago. A dropped lock keeps
-     * working; the next {@link #obtain(Object)} for its key returns a new instance.
+     * Drops from the cache every lock that no thread of this registry holds or waits for and that
+     * was last obtained, locked or unlocked more than {@code age} milliseconds ago. A dropped lock
+     * keeps working; the next {@link #obtain(Object)} for its key returns a new instance.
      */
     @Override
     public void expireUnusedOlderThan(long age) {
         long now = System.currentTimeMillis();
-        locks.values().removeIf(lock -> !lock.heldHere() && now - lock.lastUsed > age);
+        locks.values().removeIf(lock -> !lock.inUseHere() && now - lock.lastUsed > age);
+    }
+
+    /**
+     * Baton renews held locks itself, so this registry needs no scheduler: with the watchdog (no
+     * {@link Builder#leaseTime(Duration)}) every held lock is kept alive for as long as its
+     * holder's client runs, and this call changes nothing. A registry with a fixed lease refuses
+     * it, rather than seem to renew: its holds are renewed only by {@link #renewLock(Object)}.
+     *
+     * @throws UnsupportedOperationException if the registry has a fixed lease time
+     */
+    @Override
+    public void setRenewalTaskScheduler(org.springframework.scheduling.TaskScheduler taskScheduler) {
+        if (leaseTime != null) {
+            throw new UnsupportedOperationException("this registry's locks have a fixed lease (" + leaseTime
+                    + "), renewed only by renewLock(...); build it without leaseTime and Baton's watchdog keeps "
+                    + "every held lock alive, with no scheduler");
+        }
     }
 
     /**
@@ -183,6 +200,8 @@ public final class BatonLockRegistry
         final BatonLock lock;
         final Map<Long, Integer> holds = new ConcurrentHashMap<>();
         final Map<Long, Duration> leases = new ConcurrentHashMap<>();
+        /** Threads of this registry waiting for the lock now: a lock they wait on stays cached. */
+        final java.util.concurrent.atomic.AtomicInteger waiting = new java.util.concurrent.atomic.AtomicInteger();
         volatile long lastUsed;
 
         RegistryLock(BatonLock lock) {
@@ -193,8 +212,9 @@ public final class BatonLockRegistry
             lastUsed = System.currentTimeMillis();
         }
 
-        boolean heldHere() {
-            return !holds.isEmpty();
+        /** Whether a thread of this registry holds the lock or waits for it. */
+        boolean inUseHere() {
+            return !holds.isEmpty() || waiting.get() > 0;
         }
 
         /** The fixed lease the current thread's holds were taken with, or null under the watchdog. */
@@ -226,28 +246,44 @@ public final class BatonLockRegistry
 
         @Override
         public void lock() {
-            if (leaseTime == null) {
-                lock.lock();
-            } else {
-                lock.lock(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
+            waiting.incrementAndGet();
+            try {
+                if (leaseTime == null) {
+                    lock.lock();
+                } else {
+                    lock.lock(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
+                }
+                held(true, leaseTime);
+            } finally {
+                waiting.decrementAndGet();
             }
-            held(true, leaseTime);
         }
 
         @Override
         public void lock(Duration ttl) {
-            lock.lock(millis(ttl, "ttl"), TimeUnit.MILLISECONDS);
-            held(true, ttl);
+            long ms = millis(ttl, "ttl");
+            waiting.incrementAndGet();
+            try {
+                lock.lock(ms, TimeUnit.MILLISECONDS);
+                held(true, ttl);
+            } finally {
+                waiting.decrementAndGet();
+            }
         }
 
         @Override
         public void lockInterruptibly() throws InterruptedException {
-            if (leaseTime == null) {
-                lock.lockInterruptibly();
-            } else {
-                lock.lockInterruptibly(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
+            waiting.incrementAndGet();
+            try {
+                if (leaseTime == null) {
+                    lock.lockInterruptibly();
+                } else {
+                    lock.lockInterruptibly(leaseTime.toMillis(), TimeUnit.MILLISECONDS);
+                }
+                held(true, leaseTime);
+            } finally {
+                waiting.decrementAndGet();
             }
-            held(true, leaseTime);
         }
 
         /** Takes the lock if it is free, without waiting and, as {@code Lock.tryLock()} says, whatever the interrupt status. */
@@ -270,15 +306,27 @@ public final class BatonLockRegistry
 
         @Override
         public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-            if (leaseTime == null) {
-                return held(lock.tryLock(time, unit), null);
+            waiting.incrementAndGet();
+            try {
+                if (leaseTime == null) {
+                    return held(lock.tryLock(time, unit), null);
+                }
+                return held(lock.tryLock(unit.toMillis(time), leaseTime.toMillis(), TimeUnit.MILLISECONDS), leaseTime);
+            } finally {
+                waiting.decrementAndGet();
             }
-            return held(lock.tryLock(unit.toMillis(time), leaseTime.toMillis(), TimeUnit.MILLISECONDS), leaseTime);
         }
 
         @Override
         public boolean tryLock(Duration waitTime, Duration ttl) throws InterruptedException {
-            return held(lock.tryLock(millis(waitTime, "waitTime"), millis(ttl, "ttl"), TimeUnit.MILLISECONDS), ttl);
+            long waitMs = millis(waitTime, "waitTime");
+            long ttlMs = millis(ttl, "ttl");
+            waiting.incrementAndGet();
+            try {
+                return held(lock.tryLock(waitMs, ttlMs, TimeUnit.MILLISECONDS), ttl);
+            } finally {
+                waiting.decrementAndGet();
+            }
         }
 
         /**

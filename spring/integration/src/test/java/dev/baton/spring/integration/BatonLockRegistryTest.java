@@ -144,6 +144,12 @@ class BatonLockRegistryTest {
         Await.until(Duration.ofSeconds(3), () -> "the lease ran out",
                 () -> (Long) redis.command("EXISTS", "leases:k") == 0L);
         assertThrows(LeaseLostException.class, lock::unlock);
+        // Spring Integration's scheduled renewal: refused with a fixed lease, not silently ignored.
+        UnsupportedOperationException scheduler = assertThrows(UnsupportedOperationException.class,
+                () -> registry.setRenewalTaskScheduler(new org.springframework.scheduling.concurrent.SimpleAsyncTaskScheduler()));
+        assertTrue(scheduler.getMessage().contains("renewLock"), scheduler.getMessage());
+        BatonLockRegistry.builder(a, "leases").build()
+                .setRenewalTaskScheduler(new org.springframework.scheduling.concurrent.SimpleAsyncTaskScheduler());
     }
 
     @Test
@@ -224,6 +230,28 @@ class BatonLockRegistryTest {
         Thread.sleep(50);
         registry.expireUnusedOlderThan(10);
         assertEquals(0, registry.size());
+
+        // A lock a thread of the registry waits for stays too, so the waiter and later callers
+        // share one instance.
+        Lock elsewhere = BatonLockRegistry.builder(b, "cache").build().obtain("wanted");
+        elsewhere.lock();
+        Lock wanted = registry.obtain("wanted");
+        Future<Boolean> waiter = pool.submit(() -> {
+            boolean got = wanted.tryLock(10, TimeUnit.SECONDS);
+            if (got) {
+                wanted.unlock();
+            }
+            return got;
+        });
+        try {
+            redis.awaitSubscribers("redisson_lock__channel:{cache:wanted}", 1);
+            Thread.sleep(50); // older than the age below
+            registry.expireUnusedOlderThan(10);
+            assertSame(wanted, registry.obtain("wanted"), "kept while a thread waits for it");
+        } finally {
+            elsewhere.unlock();
+        }
+        assertTrue(waiter.get(5, TimeUnit.SECONDS), "the waiter got it when the other client released it");
     }
 
     @Test
