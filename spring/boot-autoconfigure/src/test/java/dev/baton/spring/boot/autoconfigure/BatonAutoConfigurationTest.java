@@ -122,6 +122,60 @@ class BatonAutoConfigurationTest {
                 () -> connectionsNamed("orders-service") == 0);
     }
 
+    /** A runner with only the Redis and Baton auto-configuration, on whatever {@code properties} name. */
+    private static ApplicationContextRunner onlyRedisAndBaton(String... properties) {
+        return new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, BatonAutoConfiguration.class))
+                .withPropertyValues(properties);
+    }
+
+    /** Takes and releases {@code name} through the context's Baton, checking the key in Redis while held. */
+    private static void lockThrough(org.springframework.context.ApplicationContext context, String name,
+                                    java.util.function.Supplier<Object> exists) {
+        BatonLock lock = context.getBean(Baton.class).lock(name);
+        lock.lock();
+        try {
+            assertEquals(1L, exists.get(), "the lock's key is where the application's Redis settings point");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Test
+    void theFactorysPasswordSentinelAndClusterSettingsAreBatonsToo() {
+        // Credentials: a user that may only touch its own keys, and Baton's commands.
+        redis.command("ACL", "SETUSER", "orders", "on", ">s3cret", "~*orders:*", "&*", "+@all");
+        try {
+            onlyRedisAndBaton("spring.data.redis.host=" + redis.host(), "spring.data.redis.port=" + redis.port(),
+                    "spring.data.redis.username=orders", "spring.data.redis.password=s3cret")
+                    .run(context -> {
+                        lockThrough(context, "orders:7", () -> redis.command("EXISTS", "orders:7"));
+                        // Redis's default user could take any key: this one is refused, so Baton
+                        // talks to Redis as the application's user.
+                        dev.baton.BatonException refused = assertThrows(dev.baton.BatonException.class,
+                                () -> context.getBean(Baton.class).lock("payments:7").tryLock());
+                        assertTrue(refused.getMessage().contains("NOPERM")
+                                || refused.getMessage().contains("no permissions"), refused.getMessage());
+                    });
+        } finally {
+            redis.command("ACL", "DELUSER", "orders");
+        }
+        try (dev.baton.testkit.RedisSentinelGroup group = dev.baton.testkit.RedisSentinelGroup.start(0, 1)) {
+            RedisServer sentinel = group.sentinels().get(0);
+            onlyRedisAndBaton("spring.data.redis.sentinel.master=" + group.masterName(),
+                    "spring.data.redis.sentinel.nodes=" + sentinel.host() + ":" + sentinel.port())
+                    .run(context -> lockThrough(context, "through-sentinel",
+                            () -> group.master().command("EXISTS", "through-sentinel")));
+        }
+        try (dev.baton.testkit.RedisClusterGroup cluster = dev.baton.testkit.RedisClusterGroup.start(3, 0)) {
+            String nodes = String.join(",", cluster.nodes().stream().map(n -> n.host() + ":" + n.port()).toList());
+            onlyRedisAndBaton("spring.data.redis.cluster.nodes=" + nodes).run(context -> {
+                long slot = (Long) cluster.nodes().get(0).command("CLUSTER", "KEYSLOT", "in-cluster");
+                lockThrough(context, "in-cluster", () -> cluster.ownerOf((int) slot).command("EXISTS", "in-cluster"));
+            });
+        }
+    }
+
     /** Something that stops in a phase, as a web server's graceful shutdown or a leader initiator does. */
     static final class Worker implements org.springframework.context.SmartLifecycle {
         private final Baton baton;
