@@ -64,9 +64,12 @@ class MultiLockTest {
             }
         });
         waiting.await();
-        // queue-a (first in canonical order) is taken, then the wait for queue-b parks.
-        dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(5), () -> "queue-a taken by the multi-lock",
-                () -> (Long) masters.servers().get(0).command("EXISTS", "queue-a") == 1L);
+        // queue-a (first in canonical order) is taken, then the wait for queue-b parks: subscribed
+        // to queue-b's channel, which happens only after queue-a's grant was seen. (Interrupted
+        // while queue-a's own call is in flight, the wait ends at once and that call's undo
+        // follows in the background: not what this test is about.)
+        masters.servers().get(1).awaitSubscribers("redisson_lock__channel:{queue-b}", 1);
+        assertEquals(1L, masters.servers().get(0).command("EXISTS", "queue-a"), "queue-a taken by the multi-lock");
         caller[0].interrupt();
         assertTrue(outcome.get(5, TimeUnit.SECONDS) instanceof InterruptedException, "the wait ended with the interrupt");
         assertEquals(0L, masters.servers().get(0).command("EXISTS", "queue-a"),
