@@ -27,9 +27,13 @@ public final class RedisClusterGroup implements AutoCloseable {
             int total = masterCount * (1 + replicasPerMaster);
             for (int i = 0; i < total; i++) {
                 // No 5 s pause before a replica's first sync (Redis's default diskless delay): a
-                // replica that never synced refuses to fail over.
+                // replica that never synced refuses to fail over. No limit on how long a replica
+                // may have been cut off from its master and still fail over (validity factor 0):
+                // with the default (10 x the node timeout + the ping period, 30 s here), a replica
+                // whose first elections went unanswered on a loaded machine stopped trying, and
+                // failOver waited its whole minute for nothing (seen once in CI, Valkey lane).
                 nodes.add(RedisServer.start("cluster-enabled yes", "cluster-config-file nodes.conf",
-                        "cluster-node-timeout 2000", "repl-diskless-sync-delay 0"));
+                        "cluster-node-timeout 2000", "repl-diskless-sync-delay 0", "cluster-replica-validity-factor 0"));
             }
             RedisServer first = nodes.get(0);
             for (RedisServer node : nodes.subList(1, nodes.size())) {
