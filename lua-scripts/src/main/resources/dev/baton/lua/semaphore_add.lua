@@ -15,20 +15,27 @@
 --          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    the count after this call (for a request applied before: the count now)
 --          error "BATON_ARG ..." when the change would push the count above ARGV[2] (nothing
---          changed); error WRONGTYPE (from GET) when the name holds something other than a string
+--          changed); error WRONGTYPE (from INCRBY) when the name holds something other than a
+--          string (nothing changed)
 -- Publishes the new count on KEYS[2] when permits were added (ARGV[1] > 0).
 --
 -- Re-delivery: a copy of a request that was applied finds its key and changes nothing.
--- The change is made first (INCRBY also gives WRONGTYPE before anything is written) and the
--- request key set after it; in the rare case that key exists already the change is taken back
--- within the same script, so the common path is INCRBY, SET and PUBLISH, with no read.
+-- The request key is set first (SET NX) and the change made only when that set it, so a copy
+-- that arrives after the semaphore was deleted does not bring the name back (not even as "0",
+-- which trySetPermits would take for a set semaphore). What the change refuses (WRONGTYPE, or
+-- the overflow) takes the key back in the same script, so nothing is left written. The common
+-- path is SET, INCRBY and PUBLISH, with no read.
 if #KEYS > 3 then
   redis.call('del', unpack(KEYS, 4))
 end
 local change = tonumber(ARGV[1])
-local value = redis.call('incrby', KEYS[1], change)
 if not redis.call('set', KEYS[3], '1', 'NX', 'PX', ARGV[3]) then
-  return redis.call('incrby', KEYS[1], -change) -- applied before: take this copy back
+  return tonumber(redis.call('get', KEYS[1]) or '0') -- applied before: change nothing
+end
+local value = redis.pcall('incrby', KEYS[1], change)
+if type(value) == 'table' then
+  redis.call('del', KEYS[3]) -- not applied (WRONGTYPE): a later copy must be judged again
+  return value
 end
 if change > 0 and value > tonumber(ARGV[2]) then
   redis.call('incrby', KEYS[1], -change)

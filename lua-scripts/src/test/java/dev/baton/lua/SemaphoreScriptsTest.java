@@ -91,12 +91,25 @@ class SemaphoreScriptsTest {
         assertEquals(1L, run(Script.SEMAPHORE_DELETE, List.of("sem", "redisson_sc:{sem}", "{sem}:timeout")));
         assertNull(redis.command("GET", "sem"));
         redis.command("RPUSH", "sem", "x");
+        String refused = id();
         for (Script script : List.of(Script.SEMAPHORE_ACQUIRE, Script.SEMAPHORE_ADD)) {
             RedisErrorReply e = assertThrows(RedisErrorReply.class,
-                    () -> run(script, change(id()), "1", "2147483647", MEMORY));
+                    () -> run(script, change(refused), "1", "2147483647", MEMORY));
             assertTrue(e.getMessage().contains("WRONGTYPE"), script + ": " + e.getMessage());
         }
         assertEquals(1L, redis.command("LLEN", "sem"), "left alone");
+        assertEquals(0L, redis.command("EXISTS", key(refused)), "a refused release leaves no request key");
+    }
+
+    @Test
+    void aReleaseReSentAfterADeleteDoesNotBringTheSemaphoreBack() {
+        trySet("1", id());
+        String giving = id();
+        assertEquals(2L, add("1", giving));
+        assertEquals(1L, run(Script.SEMAPHORE_DELETE, List.of("sem", "redisson_sc:{sem}", "{sem}:timeout")));
+        assertEquals(0L, add("1", giving), "the late copy: applied before, so nothing changes");
+        assertEquals(0L, redis.command("EXISTS", "sem"), "not even as \"0\"");
+        assertEquals(1L, trySet("4", id()), "so trySetPermits still finds it absent");
     }
 
     @Test
