@@ -8,6 +8,7 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 
 /**
@@ -18,6 +19,7 @@ import org.springframework.context.annotation.Bean;
 @ConditionalOnClass({Baton.class, Endpoint.class, ConditionalOnAvailableEndpoint.class})
 @ConditionalOnBean(Baton.class)
 @ConditionalOnAvailableEndpoint(BatonEndpoint.class)
+@ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
 public class BatonEndpointAutoConfiguration {
 
     /**

@@ -6,6 +6,7 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.context.annotation.Bean;
@@ -18,6 +19,7 @@ import org.springframework.context.annotation.Bean;
 @ConditionalOnClass({Baton.class, HealthIndicator.class})
 @ConditionalOnBean(Baton.class)
 @ConditionalOnEnabledHealthIndicator("baton")
+@ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
 public class BatonHealthAutoConfiguration {
 
     /**

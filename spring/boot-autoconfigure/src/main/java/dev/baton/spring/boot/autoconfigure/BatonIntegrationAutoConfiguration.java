@@ -6,6 +6,8 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Lazy;
 import org.springframework.integration.support.locks.LockRegistry;
@@ -17,6 +19,8 @@ import org.springframework.integration.support.locks.LockRegistry;
 @AutoConfiguration(after = BatonAutoConfiguration.class)
 @ConditionalOnClass({BatonLockRegistry.class, LockRegistry.class})
 @ConditionalOnBean(Baton.class)
+@ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
+@EnableConfigurationProperties(BatonProperties.class)
 public class BatonIntegrationAutoConfiguration {
 
     /** The registry; it does not create the client before its first lock is used. */

@@ -24,6 +24,7 @@ import org.springframework.context.annotation.Bean;
 @AutoConfiguration(before = BatonAutoConfiguration.class)
 @ConditionalOnClass({Baton.class, BatonMetrics.class, MeterRegistry.class})
 @ConditionalOnProperty(prefix = "baton.metrics", name = "enabled", matchIfMissing = true)
+@ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(BatonProperties.class)
 public class BatonMetricsAutoConfiguration {
 

@@ -7,6 +7,8 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Lazy;
 
@@ -19,6 +21,8 @@ import org.springframework.context.annotation.Lazy;
 @AutoConfiguration(after = BatonAutoConfiguration.class)
 @ConditionalOnClass({BatonLockProvider.class, LockProvider.class})
 @ConditionalOnBean(Baton.class)
+@ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
+@EnableConfigurationProperties(BatonProperties.class)
 public class BatonShedLockAutoConfiguration {
 
     /** The provider; it does not create the client before the first scheduled run. */

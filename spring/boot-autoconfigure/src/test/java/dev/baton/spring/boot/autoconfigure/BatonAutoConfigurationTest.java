@@ -323,6 +323,31 @@ class BatonAutoConfigurationTest {
                 });
         runner.withPropertyValues("baton.enabled=false")
                 .run(context -> assertTrue(context.getBeansOfType(Baton.class).isEmpty(), "baton.enabled=false"));
+
+        // The application's own Baton and no Lettuce factory (an application on Jedis), without
+        // baton-micrometer's configuration: the integrations still get their properties.
+        ApplicationContextRunner ownOnly = new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(BatonAutoConfiguration.class, BatonHealthAutoConfiguration.class,
+                        BatonIntegrationAutoConfiguration.class, BatonShedLockAutoConfiguration.class,
+                        BatonMetricsAutoConfiguration.class))
+                .withUserConfiguration(OwnBaton.class);
+        ownOnly.withClassLoader(new org.springframework.boot.test.context.FilteredClassLoader(BatonMetrics.class))
+                .withPropertyValues("baton.shedlock.key-prefix=jobs:")
+                .run(context -> {
+                    assertFalse(context.getStartupFailure() != null, () -> "starts: " + context.getStartupFailure());
+                    assertSame(OwnBaton.created, context.getBean(Baton.class));
+                    assertInstanceOf(BatonLockRegistry.class, context.getBean(LockRegistry.class));
+                    assertInstanceOf(BatonLockProvider.class, context.getBean(LockProvider.class));
+                    assertTrue(context.getBeansOfType(BatonMetrics.class).isEmpty(), "no baton-micrometer");
+                });
+        // baton.enabled=false: nothing of Baton's, beside the application's own client.
+        ownOnly.withPropertyValues("baton.enabled=false").run(context -> {
+            assertSame(OwnBaton.created, context.getBean(Baton.class));
+            assertTrue(context.getBeansOfType(LockRegistry.class).isEmpty(), "no registry");
+            assertTrue(context.getBeansOfType(LockProvider.class).isEmpty(), "no ShedLock provider");
+            assertTrue(context.getBeansOfType(BatonHealthIndicator.class).isEmpty(), "no health indicator");
+            assertTrue(context.getBeansOfType(BatonMetrics.class).isEmpty(), "no meters");
+        });
     }
 
     @Test
