@@ -11,6 +11,7 @@ import dev.baton.testkit.RedisServer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationHandler;
@@ -72,6 +73,8 @@ class BatonMetricsTest {
 
     @Test
     void acquisitionsAreTimedByKindOutcomeAndAllowedName() throws Exception {
+        SimpleMeterRegistry second = new SimpleMeterRegistry();
+        metrics.bindTo(second);
         BatonLock report = baton.lock("nightly-report");
         report.lock();
         Baton other = Baton.create(redis.uri());
@@ -96,6 +99,8 @@ class BatonMetricsTest {
         assertEquals(1, timer("baton.acquisitions", "kind", "semaphore", "outcome", "acquired").count());
         assertEquals(1, timer("baton.acquisitions", "kind", "count-down-latch", "outcome", "acquired").count());
         assertTrue(timer("baton.holds", "kind", "lock", "name", "nightly-report").totalTime(TimeUnit.NANOSECONDS) > 0);
+        assertEquals(1, second.find("baton.acquisitions").tags("kind", "lock", "outcome", "acquired", "name", "nightly-report")
+                .timer().count(), "a second registry records too");
     }
 
     @Test
@@ -127,6 +132,66 @@ class BatonMetricsTest {
     }
 
     @Test
+    void aLeaseTheWatchdogCouldNotRenewIsLostAsUnreachableAfterFailedRenewals() {
+        Gauge held = registry.find("baton.leases.held").gauge();
+        baton.lock("nightly-report").lock();
+        redis.pause();
+        try {
+            // The watchdog's lease is 600 ms and a command times out after 1 s: the first renewal
+            // that Redis does not answer fails after the lease has run out.
+            Await.until(Duration.ofSeconds(5), () -> "the loss counted as unreachable",
+                    () -> registry.find("baton.leases.lost").tags("cause", "unreachable", "name", "nightly-report")
+                            .counter() != null);
+        } finally {
+            redis.resume();
+        }
+        assertEquals(1, registry.find("baton.leases.lost").tags("cause", "unreachable").counter().count());
+        assertTrue(timer("baton.renewals", "outcome", "failure").count() >= 1, "the failed renewal is timed");
+        assertEquals(0, held.value());
+    }
+
+    @Test
+    void waitsThatAreInterruptedOrFailAreCountedSo() throws Exception {
+        Baton other = Baton.create(redis.uri());
+        try {
+            BatonLock taken = other.lock("nightly-report");
+            taken.lock();
+            Thread waiter = new Thread(() -> {
+                try {
+                    baton.lock("nightly-report").lockInterruptibly();
+                } catch (InterruptedException expected) {
+                    // the outcome under test
+                }
+            });
+            waiter.start();
+            Await.until(Duration.ofSeconds(5), () -> "the waiter parked",
+                    () -> waiter.getState() == Thread.State.WAITING || waiter.getState() == Thread.State.TIMED_WAITING);
+            waiter.interrupt();
+            waiter.join(5_000);
+            assertFalse(waiter.isAlive());
+            taken.unlock();
+        } finally {
+            other.close();
+        }
+        assertEquals(1, timer("baton.acquisitions", "kind", "lock", "outcome", "interrupted").count());
+
+        assertTrue(baton.countDownLatch("c").trySetCount(1));
+        Thread awaiting = new Thread(() -> {
+            try {
+                baton.countDownLatch("c").await(10, TimeUnit.SECONDS);
+            } catch (RuntimeException | InterruptedException expected) {
+                // deleted while waiting: the outcome under test
+            }
+        });
+        awaiting.start();
+        Await.until(Duration.ofSeconds(5), () -> "the latch waiter parked", () -> baton.countDownLatch("c").waiterCount() == 1);
+        baton.countDownLatch("c").delete();
+        awaiting.join(5_000);
+        assertFalse(awaiting.isAlive());
+        assertEquals(1, timer("baton.acquisitions", "kind", "count-down-latch", "outcome", "failed").count());
+    }
+
+    @Test
     void anAcquisitionIsAnObservationChildOfTheCallersCurrentOne() throws Exception {
         List<Observation.Context> stopped = new CopyOnWriteArrayList<>();
         ObservationRegistry observations = ObservationRegistry.create();
@@ -141,6 +206,8 @@ class BatonMetricsTest {
                 stopped.add(context);
             }
         });
+        SimpleMeterRegistry handled = new SimpleMeterRegistry();
+        observations.observationConfig().observationHandler(new DefaultMeterObservationHandler(handled));
         BatonOptions options = BatonOptions.builder().redisUri(redis.uri()).build();
         // snippet micrometer-observations begins
         BatonMetrics traced = BatonMetrics.builder()
@@ -172,6 +239,8 @@ class BatonMetricsTest {
         assertEquals(OTHER_NAME, semaphore.getLowCardinalityKeyValue("name").getValue(), "the allow-list applies");
         assertEquals("order:4711", semaphore.getHighCardinalityKeyValue("baton.name").getValue());
         assertEquals("http.request", stopped.get(2).getName());
+        assertEquals(1, handled.find("baton.acquire").tags("kind", "lock", "outcome", "acquired").timer().count(),
+                "a meter handler records the observation as its own timer");
     }
 
     private static final String OTHER_NAME = BatonMetrics.OTHER;
