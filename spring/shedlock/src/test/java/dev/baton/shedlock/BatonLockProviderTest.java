@@ -2,7 +2,9 @@ package dev.baton.shedlock;
 
 import dev.baton.Baton;
 import dev.baton.BatonOptions;
+import dev.baton.RedisUnavailableException;
 import dev.baton.testkit.Await;
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import net.javacrumbs.shedlock.core.ClockProvider;
@@ -67,7 +69,8 @@ class BatonLockProviderTest {
         assertTrue(ttl > 9000 && ttl <= 10_000, "the lease is lockAtMostFor: " + ttl);
         assertTrue(nodeB.lock(config("report", Duration.ofSeconds(10), Duration.ZERO)).isEmpty(), "the other node");
         assertTrue(nodeA.lock(config("report", Duration.ofSeconds(10), Duration.ZERO)).isEmpty(), "another run here");
-        lock.get().unlock();
+        // A lock belongs to its acquisition, not to a thread: another thread unlocks it.
+        CompletableFuture.runAsync(lock.get()::unlock).join();
         assertEquals(-2L, ttl("shedlock:report"), "released");
         assertTrue(nodeB.lock(config("report", Duration.ofSeconds(10), Duration.ZERO)).isPresent());
         assertThrows(IllegalStateException.class, () -> lock.get().unlock(), "ShedLock's own check: unlocked twice");
@@ -83,6 +86,33 @@ class BatonLockProviderTest {
         assertTrue(new BatonLockProvider(b, "jobs:").lock(config("sync", Duration.ofSeconds(10), Duration.ZERO)).isEmpty());
         Await.until(Duration.ofSeconds(5), () -> "lockAtLeastFor passed", () -> ttl("jobs:sync") == -2L);
         assertTrue(new BatonLockProvider(b, "jobs:").lock(config("sync", Duration.ofSeconds(10), Duration.ZERO)).isPresent());
+    }
+
+    @Test
+    void keepingLockAtLeastForNeverShortensAnotherNodesLock() {
+        SimpleLock first = new BatonLockProvider(a).lock(config("sync", Duration.ofSeconds(10), Duration.ofSeconds(5))).orElseThrow();
+        redis.command("DEL", "shedlock:sync"); // force-unlocked by an operator while the task ran
+        SimpleLock second = new BatonLockProvider(b).lock(config("sync", Duration.ofSeconds(10), Duration.ZERO)).orElseThrow();
+        first.unlock(); // lockAtLeastFor has 5 s left: the shortening is checked against the owner
+        assertTrue(ttl("shedlock:sync") > 9000, "the other node's lease is untouched: " + ttl("shedlock:sync"));
+        second.unlock();
+    }
+
+    @Test
+    void lockFailsWithinTheCommandTimeoutWhenRedisDoesNotAnswer() {
+        BatonLockProvider provider = new BatonLockProvider(a);
+        redis.pause();
+        try {
+            long start = System.nanoTime();
+            assertThrows(RedisUnavailableException.class, () -> provider.lock(config("paused", Duration.ofSeconds(10), Duration.ZERO)),
+                    "ShedLock does not run the task");
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            Duration bound = Bounds.failure(Duration.ofSeconds(1));
+            assertTrue(tookMs <= bound.toMillis(), "failed after " + tookMs + " ms (bound " + bound.toMillis()
+                    + " ms: the 1 s command timeout + 150 ms, with its margin)");
+        } finally {
+            redis.resume();
+        }
     }
 
     @Test

@@ -3,7 +3,9 @@ package dev.baton.spring.integration;
 import dev.baton.Baton;
 import dev.baton.BatonOptions;
 import dev.baton.LeaseLostException;
+import dev.baton.RedisUnavailableException;
 import dev.baton.testkit.Await;
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
@@ -16,17 +18,21 @@ import org.springframework.integration.support.leader.LockRegistryLeaderInitiato
 import org.springframework.integration.support.locks.DistributedLock;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -124,6 +130,57 @@ class BatonLockRegistryTest {
         assertTrue(asked <= 2, "scripts sent while one waiter waited a second: " + asked);
         held.unlock();
         assertTrue(waiter.get(5, TimeUnit.SECONDS), "woken by the release and acquired");
+    }
+
+    @Test
+    void aWaitEndsWhenInterruptedOrWithRedisUnavailableWithinTheCommandTimeout() throws Exception {
+        Lock held = BatonLockRegistry.builder(a, "w").build().obtain("k");
+        Lock wanted = BatonLockRegistry.builder(b, "w").build().obtain("k");
+        held.lock();
+        AtomicReference<Throwable> ended = new AtomicReference<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                wanted.lockInterruptibly();
+                wanted.unlock();
+            } catch (Throwable e) {
+                ended.set(e);
+            }
+        });
+        waiter.start();
+        redis.awaitSubscribers("redisson_lock__channel:{w:k}", 1);
+        waiter.interrupt();
+        waiter.join(Bounds.within(Duration.ZERO).toMillis());
+        assertFalse(waiter.isAlive(), "the interrupt ended the wait");
+        assertInstanceOf(InterruptedException.class, ended.get());
+        held.unlock();
+
+        redis.pause();
+        try {
+            long start = System.nanoTime();
+            assertThrows(RedisUnavailableException.class, wanted::lock);
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            Duration bound = Bounds.failure(Duration.ofSeconds(1));
+            assertTrue(tookMs <= bound.toMillis(), "lock() on a paused Redis failed after " + tookMs + " ms (bound "
+                    + bound.toMillis() + " ms: the 1 s command timeout + 150 ms, with its margin)");
+        } finally {
+            redis.resume();
+        }
+    }
+
+    @Test
+    void aWatchdogLeaseLostWhileHeldIsReportedAndThrownOnUnlock() throws Exception {
+        List<String> reported = new CopyOnWriteArrayList<>();
+        try (Baton reporting = Baton.create(BatonOptions.builder().redisUri(redis.uri())
+                .watchdogTimeout(Duration.ofMillis(900)).commandTimeout(Duration.ofSeconds(1))
+                .leaseLostListener((name, owner, reason) -> reported.add(name)).build())) {
+            Lock lock = BatonLockRegistry.builder(reporting, "lost").build().obtain("k");
+            lock.lock();
+            redis.command("DEL", "lost:k");
+            // The watchdog renews every 300 ms (a third of its 900 ms lease): the next renewal finds it gone.
+            Await.until(Bounds.within(Duration.ofMillis(300)), () -> "the loss reported: " + reported,
+                    () -> reported.equals(List.of("lost:k")));
+            assertThrows(LeaseLostException.class, lock::unlock);
+        }
     }
 
     @Test
