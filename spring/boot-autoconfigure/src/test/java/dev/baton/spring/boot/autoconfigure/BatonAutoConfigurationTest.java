@@ -26,6 +26,7 @@ import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.integration.support.locks.LockRegistry;
@@ -120,6 +121,47 @@ class BatonAutoConfigurationTest {
         });
         Await.until(Duration.ofSeconds(5), () -> "Baton's connections closed with the context",
                 () -> connectionsNamed("orders-service") == 0);
+    }
+
+    @Test
+    void aStoppedContextClosesTheClientForGood() {
+        runner.run(context -> {
+            BatonLock lock = context.getBean(Baton.class).lock("k");
+            lock.lock();
+            lock.unlock();
+            context.getSourceApplicationContext(ConfigurableApplicationContext.class).stop();
+            context.getSourceApplicationContext(ConfigurableApplicationContext.class).start();
+            assertThrows(IllegalStateException.class, () -> context.getBean(Baton.class).lock("k").lock(),
+                    "closed when the context stopped, not reopened by a start");
+        });
+        runner.run(context -> {
+            context.getSourceApplicationContext(ConfigurableApplicationContext.class).stop();
+            // First used after the context stopped: the stopped connection factory refuses it.
+            Exception refused = assertThrows(Exception.class, () -> context.getBean(Baton.class).lock("k").lock());
+            Throwable cause = refused;
+            while (!(cause instanceof IllegalStateException) && cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            assertInstanceOf(IllegalStateException.class, cause, String.valueOf(refused));
+        });
+    }
+
+    @Test
+    void aStaticMasterReplicaFactoryIsRefusedByName() {
+        runner.withPropertyValues("spring.data.redis.masterreplica.nodes=" + redis.host() + ":" + redis.port())
+                .run(context -> {
+                    assertTrue(context.isRunning(), "the application starts: the client is lazy");
+                    Exception refused = assertThrows(Exception.class, () -> context.getBean(Baton.class).lock("k"));
+                    Throwable cause = refused;
+                    while (!(cause instanceof IllegalArgumentException) && cause.getCause() != null) {
+                        cause = cause.getCause();
+                    }
+                    assertInstanceOf(IllegalArgumentException.class, cause, String.valueOf(refused));
+                    assertTrue(cause.getMessage().contains("URI"), cause.getMessage());
+                });
+        runner.withPropertyValues("management.health.baton.enabled=false")
+                .run(context -> assertTrue(context.getBeansOfType(BatonHealthIndicator.class).isEmpty(),
+                        "management.health.baton.enabled=false"));
     }
 
     /** A runner with only the Redis and Baton auto-configuration, on whatever {@code properties} name. */

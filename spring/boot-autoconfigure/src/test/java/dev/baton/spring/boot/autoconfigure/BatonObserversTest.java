@@ -1,6 +1,7 @@
 package dev.baton.spring.boot.autoconfigure;
 
 import dev.baton.BatonObserver;
+import dev.baton.LeaseLostListener;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -10,7 +11,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-/** The observer beans' composite: each observer gets its own start back, and one that throws stops none. */
+/**
+ * The observer and lease-lost listener beans' composites: each observer gets its own start back,
+ * and one that throws stops none.
+ */
 @Tag("no-redis")
 class BatonObserversTest {
 
@@ -61,5 +65,19 @@ class BatonObserversTest {
         told.clear();
         assertThrows(IllegalStateException.class, () -> all.released(BatonObserver.Kind.LOCK, "a", 5));
         assertEquals(List.of("counting released a"), told, "the observer after the broken one is still told");
+    }
+
+    @Test
+    void aThrowingLeaseLostListenerStopsNoOther() {
+        List<String> told = new CopyOnWriteArrayList<>();
+        LeaseLostListener all = new BatonAutoConfiguration.LeaseLostListeners(List.of(
+                (name, owner, reason) -> told.add("first " + name),
+                (name, owner, reason) -> {
+                    throw new IllegalStateException("broken listener");
+                },
+                (name, owner, reason) -> told.add("third " + name)));
+        IllegalStateException thrown = assertThrows(IllegalStateException.class, () -> all.leaseLost("a", "o", "gone"));
+        assertEquals("broken listener", thrown.getMessage(), "thrown after every listener was told, for Baton to log");
+        assertEquals(List.of("first a", "third a"), told);
     }
 }
