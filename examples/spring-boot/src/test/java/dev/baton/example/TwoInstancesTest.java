@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -31,6 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class TwoInstancesTest {
     /** The baton component of the health document, UP (details before or after the status). */
     private static final Pattern BATON_UP = Pattern.compile("\"baton\":\\{(\"details\":\\{[^}]*},)?\"status\":\"UP\"");
+    /** The COUNT statistic of an actuator metric document. */
+    private static final Pattern COUNT = Pattern.compile("\\{\"statistic\":\"COUNT\",\"value\":([0-9.]+)}");
     private final RedisServer redis;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
@@ -76,9 +79,20 @@ class TwoInstancesTest {
                 assertEquals(200, exports.statusCode(), exports.body());
                 assertTrue(exports.body().contains("{\"statistic\":\"COUNT\",\"value\":1.0}"), exports.body());
             }
-            HttpResponse<String> jobLocks = call("GET", port(one), "/actuator/metrics/baton.acquisitions?tag=name:shedlock:report");
-            assertEquals(200, jobLocks.statusCode(), jobLocks.body());
-            assertTrue(jobLocks.body().contains("\"kind\""), "the job's lock attempts are measured: " + jobLocks.body());
+            // Every run took the job's lock on one of the two: their acquired counts add up to the runs so far.
+            double jobGrants = 0;
+            for (ConfigurableApplicationContext instance : List.of(one, two)) {
+                HttpResponse<String> jobLocks = call("GET", port(instance),
+                        "/actuator/metrics/baton.acquisitions?tag=name:shedlock:report&tag=outcome:acquired");
+                if (jobLocks.statusCode() == 404) {
+                    continue; // this instance never got the job's lock
+                }
+                assertEquals(200, jobLocks.statusCode(), jobLocks.body());
+                Matcher count = COUNT.matcher(jobLocks.body());
+                assertTrue(count.find(), jobLocks.body());
+                jobGrants += Double.parseDouble(count.group(1));
+            }
+            assertTrue(jobGrants >= 5, "the job's lock was acquired for each of the 5 or more runs: " + jobGrants);
         }
         Map<String, Long> runs = runs();
         assertTrue(runs.size() >= 5, "slots: " + runs);
