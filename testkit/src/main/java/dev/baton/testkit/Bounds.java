@@ -50,6 +50,20 @@ public final class Bounds {
         return within(commandTimeout.plus(FAILURE_SLACK));
     }
 
+    /**
+     * Runs {@code call}, which must throw {@code expected} within {@code bound} of its start; returns
+     * what it threw.
+     */
+    public static <T extends Throwable> T assertThrowsWithin(Class<T> expected, Duration bound,
+                                                            org.junit.jupiter.api.function.Executable call, String what) {
+        long start = System.nanoTime();
+        T thrown = org.junit.jupiter.api.Assertions.assertThrows(expected, call, what);
+        long tookMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        org.junit.jupiter.api.Assertions.assertTrue(tookMs <= bound.toMillis(),
+                what + ": threw after " + tookMs + " ms, bound " + bound.toMillis() + " ms");
+        return thrown;
+    }
+
     /** The same for a wait with a budget: its last attempt may be sent at the end of the budget. */
     public static Duration failure(Duration commandTimeout, Duration waitBudget) {
         return within(waitBudget.plus(commandTimeout).plus(FAILURE_SLACK));
