@@ -25,6 +25,11 @@ import java.util.Objects;
  * <p>{@link #close()} stops lease renewal (held leases then expire on their own), drops
  * subscriptions and closes the connections Baton opened. A Lettuce client passed in by the
  * application is never shut down by Baton.
+ *
+ * <p>Opening waits for Redis at most the command timeout, except that until a client of this JVM
+ * has opened, the wait is at least {@link BatonOptions#DEFAULT_COMMAND_TIMEOUT} (3 s): Lettuce's
+ * first connection in a JVM spends up to about a second loading and starting its pipeline, which
+ * is not Redis failing to answer.
  */
 public interface Baton extends AutoCloseable {
 
@@ -33,7 +38,8 @@ public interface Baton extends AutoCloseable {
      * creates and shuts it down on {@link #close()}.
      *
      * @throws IllegalArgumentException  if the options name no Redis URI
-     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout
+     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout (the
+     *                                   first client of a JVM: at least 3 s)
      */
     static Baton create(BatonOptions options) {
         Objects.requireNonNull(options, "options");
@@ -43,7 +49,8 @@ public interface Baton extends AutoCloseable {
     /**
      * Opens a client on one Redis URI with default options.
      *
-     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout
+     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout (the
+     *                                   first client of a JVM: at least 3 s)
      */
     static Baton create(String redisUri) {
         return create(BatonOptions.create(redisUri));
@@ -56,7 +63,8 @@ public interface Baton extends AutoCloseable {
      *
      * @throws IllegalArgumentException  if {@code client} was created without a URI (Lettuce's
      *                                   static master/replica clients are), so it cannot connect
-     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout
+     * @throws RedisUnavailableException if Redis cannot be reached within the command timeout (the
+     *                                   first client of a JVM: at least 3 s)
      */
     static Baton create(RedisClient client, BatonOptions options) {
         Objects.requireNonNull(client, "client");

@@ -118,7 +118,29 @@ record LettuceConnections(StatefulConnection<String, String> commands,
     }
 
     /**
-     * Runs {@code open} and waits for it at most the command timeout. Lettuce's own connect waits
+     * The least time the first connection of this JVM is given. Lettuce's first connection loads
+     * and initialises its Netty pipeline and handshake (measured on 2 cores: about 0.6 s with
+     * Lettuce 6.8 and 0.9-1.1 s with 7.7, against 5-12 ms for the next one). That is the JVM
+     * starting up, not Redis failing to answer, so it must not turn a short command timeout into
+     * a false "Redis unavailable" on a healthy server.
+     */
+    static final Duration FIRST_OPEN_AT_LEAST = BatonOptions.DEFAULT_COMMAND_TIMEOUT;
+
+    /** Whether a client of this JVM has opened its connections (then the command timeout alone applies). */
+    private static volatile boolean warm;
+
+    /** How long opening waits: the command timeout, and at least {@link #FIRST_OPEN_AT_LEAST} until a first open succeeded. */
+    static Duration openTimeout(Duration commandTimeout) {
+        return warm || commandTimeout.compareTo(FIRST_OPEN_AT_LEAST) >= 0 ? commandTimeout : FIRST_OPEN_AT_LEAST;
+    }
+
+    /** For tests: as if no client of this JVM had opened yet. */
+    static void forgetWarmUp() {
+        warm = false;
+    }
+
+    /**
+     * Runs {@code open} and waits for it at most the command timeout (see {@link #openTimeout}). Lettuce's own connect waits
      * as long as the client's settings say: a TCP connect within the socket's connect timeout, then
      * a handshake within the URI's timeout (60 s in a Spring Boot application), so a Redis that
      * accepts connections but does not answer (paused, overloaded) would hold the caller far past
@@ -126,9 +148,11 @@ record LettuceConnections(StatefulConnection<String, String> commands,
      */
     private static LettuceConnections withinCommandTimeout(Supplier<LettuceConnections> open, BatonOptions options) {
         CompletableFuture<LettuceConnections> opening = new CompletableFuture<>();
+        Duration timeout = openTimeout(options.commandTimeout());
         Thread opener = new Thread(() -> {
             try {
                 opening.complete(open.get());
+                warm = true;
             } catch (Throwable e) {
                 opening.completeExceptionally(e);
             }
@@ -137,7 +161,7 @@ record LettuceConnections(StatefulConnection<String, String> commands,
         opener.start();
         String where = redacted(options).isEmpty() ? "(application's client)" : redacted(options).toString();
         try {
-            return opening.get(options.commandTimeout().toNanos(), TimeUnit.NANOSECONDS);
+            return opening.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof RuntimeException failure) {
                 throw failure;
@@ -148,8 +172,9 @@ record LettuceConnections(StatefulConnection<String, String> commands,
             throw new RedisUnavailableException("cannot connect to Redis " + where + ": " + e.getCause(), e.getCause());
         } catch (TimeoutException e) {
             opening.thenAccept(LettuceConnections::close);
-            throw new RedisUnavailableException("cannot connect to Redis " + where + ": no answer within the command timeout ("
-                    + Durations.readableNanos(options.commandTimeout().toNanos()) + ")", null);
+            throw new RedisUnavailableException("cannot connect to Redis " + where + ": no answer within "
+                    + (timeout.equals(options.commandTimeout()) ? "the command timeout (" : "the first connection's wait (")
+                    + Durations.readableNanos(timeout.toNanos()) + ")", null);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             opening.thenAccept(LettuceConnections::close);
