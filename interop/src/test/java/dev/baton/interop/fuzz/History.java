@@ -1,0 +1,239 @@
+package dev.baton.interop.fuzz;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What an interleaving storm saw, and the judgement of it.
+ *
+ * <p>A hold is recorded from the moment its acquisition returned ({@link Hold#granted}) to the
+ * moment its release was called ({@link Hold#released}). Redis granted it before the first and
+ * releases it after the second, so two recorded holds that overlap held in Redis at the same
+ * instant: the check can only report real overlaps, never miss one that these intervals show.
+ * A hold still open at the end counts as open for ever.
+ *
+ * <p>The only overlaps excused are those a {@link #force forceUnlock} explains: one of the two
+ * holds (the victim) was asked for before the force returned and its release reported the loss
+ * (threw), and the other returned after the force was called. Lost counter updates are excused up to the
+ * number of excused overlaps; nothing else is.
+ */
+public final class History {
+    /** How a hold shares its resource. */
+    public enum Mode {
+        /** A lock's or a write lock's hold: alone. */
+        EXCLUSIVE,
+        /** A read lock's hold: with other readers, never with a writer. */
+        SHARED,
+        /** {@link Hold#weight} permits of a semaphore. */
+        PERMITS
+    }
+
+    /** One grant, from its acquisition's return to its release's call. */
+    public static final class Hold {
+        final String client;
+        final String how;
+        final Mode mode;
+        final int weight;
+        /** When its acquisition was called: Redis granted it after this. */
+        final long asked;
+        /** When its acquisition returned: Redis granted it before this. */
+        final long granted;
+        final long token;
+        volatile long released = Long.MAX_VALUE;
+        volatile String releaseError;
+
+        Hold(String client, String how, Mode mode, int weight, long asked, long granted, long token) {
+            this.client = client;
+            this.how = how;
+            this.mode = mode;
+            this.weight = weight;
+            this.asked = asked;
+            this.granted = granted;
+            this.token = token;
+        }
+
+        @Override
+        public String toString() {
+            return how + " (" + mode.name().toLowerCase() + ") by " + client + " [" + granted + ", " + (released == Long.MAX_VALUE ? "open" : released) + "]"
+                    + (token != 0 ? " token " + token : "") + (weight != 1 ? " x" + weight : "")
+                    + (releaseError != null ? " release threw " + releaseError : "");
+        }
+    }
+
+    record Force(long start, long end) {
+    }
+
+    record Call(String what, long start, long end, long boundNanos) {
+    }
+
+    private final ConcurrentLinkedQueue<Hold> holds = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Force> forces = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Call> lateCalls = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<String> violations = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<String> unexcusedFailures = new ConcurrentLinkedQueue<>();
+
+    /** An acquisition called at {@code askedNanos} returned a grant at {@code grantedNanos}. */
+    public Hold granted(String client, String how, Mode mode, int weight, long askedNanos, long grantedNanos, long token) {
+        Hold hold = new Hold(client, how, mode, weight, askedNanos, grantedNanos, token);
+        holds.add(hold);
+        return hold;
+    }
+
+    /** The hold's release was called at {@code calledNanos}; {@code error}: what it threw, or {@code null}. */
+    public void released(Hold hold, long calledNanos, Throwable error) {
+        hold.released = calledNanos;
+        if (error != null) {
+            hold.releaseError = error.getClass().getSimpleName() + ": " + error.getMessage();
+        }
+    }
+
+    /** A forceUnlock ran between these two instants. */
+    public void force(long startNanos, long endNanos) {
+        forces.add(new Force(startNanos, endNanos));
+    }
+
+    /** A call took {@code end - start}; it promises to end within {@code boundNanos}. */
+    public void call(String what, long startNanos, long endNanos, long boundNanos) {
+        if (endNanos - startNanos > boundNanos) {
+            lateCalls.add(new Call(what, startNanos, endNanos, boundNanos));
+        }
+    }
+
+    /** A call failed in a way no promise allows (an exception on a healthy Redis, say). */
+    public void failed(String what, Throwable error) {
+        unexcusedFailures.add(what + " threw " + error);
+    }
+
+    /** A violation a kind's own check found (a latch opened early, a count off). */
+    public void violation(String what) {
+        violations.add(what);
+    }
+
+    /** The holds recorded so far. */
+    public List<Hold> holds() {
+        return List.copyOf(holds);
+    }
+
+    /**
+     * Every violation: overlaps beyond what the resource allows, releases of reported holds that
+     * threw, calls past their bound, failures, a lost counter update, fencing tokens that did
+     * not rise, a client never granted.
+     *
+     * @param permits         how many permits a PERMITS resource has (ignored for locks)
+     * @param counterExpected increments made inside exclusive holds (-1: no counter)
+     * @param counterActual   the counter read at the end
+     * @param clients         every client that must have been granted at least once
+     */
+    public List<String> judge(int permits, long counterExpected, long counterActual, Set<String> clients) {
+        List<String> found = new ArrayList<>(violations);
+        List<Hold> sorted = new ArrayList<>(holds);
+        sorted.sort(Comparator.comparingLong(h -> h.granted));
+        List<Force> forced = List.copyOf(forces);
+        int excused = 0;
+        List<Hold> open = new ArrayList<>();
+        for (Hold b : sorted) {
+            open.removeIf(a -> a.released < b.granted);
+            int exclusive = 0;
+            int shared = 0;
+            int weight = b.mode == Mode.PERMITS ? b.weight : 0;
+            List<Hold> clashing = new ArrayList<>();
+            for (Hold a : open) {
+                switch (a.mode) {
+                    case EXCLUSIVE -> exclusive++;
+                    case SHARED -> shared++;
+                    case PERMITS -> weight += a.weight;
+                }
+                boolean clash = switch (b.mode) {
+                    case EXCLUSIVE -> a.mode != Mode.PERMITS;
+                    case SHARED -> a.mode == Mode.EXCLUSIVE;
+                    case PERMITS -> false;
+                };
+                if (clash) {
+                    clashing.add(a);
+                }
+            }
+            if (b.mode == Mode.PERMITS && weight > permits) {
+                found.add(weight + " permits held at once of " + permits + " when " + b + " was granted; also held: " + open);
+            }
+            for (Hold a : clashing) {
+                if (excusedByForce(a, b, forced)) {
+                    excused++;
+                } else {
+                    found.add("two holders at once: " + a + " and " + b);
+                }
+            }
+            open.add(b);
+        }
+        for (Hold h : sorted) {
+            if (h.releaseError != null && !forcedDuring(h, forced)) {
+                found.add("the release of a reported hold threw: " + h);
+            }
+        }
+        for (Call c : lateCalls) {
+            found.add(c.what() + " took " + TimeUnit.NANOSECONDS.toMillis(c.end() - c.start()) + " ms, past its bound of "
+                    + TimeUnit.NANOSECONDS.toMillis(c.boundNanos()) + " ms");
+        }
+        found.addAll(unexcusedFailures);
+        if (counterExpected >= 0 && counterActual != counterExpected) {
+            long lost = counterExpected - counterActual;
+            if (lost < 0 || lost > excused) {
+                found.add("lost updates: the counter is " + counterActual + " after " + counterExpected
+                        + " increments inside the lock (" + excused + " overlaps excused by forceUnlock)");
+            }
+        }
+        long lastToken = 0;
+        for (Hold h : sorted) {
+            // A forced-out hold may have been granted by Redis before the hold recorded ahead of
+            // it (its reply came later): grant order in Redis is known only for holds not forced.
+            if (h.token != 0 && !(h.releaseError != null && forcedDuring(h, forced))) {
+                if (h.token <= lastToken) {
+                    found.add("fencing token did not rise: " + h + " after token " + lastToken);
+                }
+                lastToken = h.token;
+            }
+        }
+        Set<String> granted = new HashSet<>();
+        sorted.forEach(h -> granted.add(h.client));
+        for (String client : clients) {
+            if (!granted.contains(client)) {
+                found.add("client " + client + " was never granted (of " + sorted.size() + " grants)");
+            }
+        }
+        return found;
+    }
+
+    /**
+     * Whether a forceUnlock explains two overlapping holds: one of them (the victim) was told
+     * (its release threw), it was asked for before the force ended (so Redis may have granted it
+     * before the force deleted it), and the other returned after the force began.
+     */
+    private static boolean excusedByForce(Hold a, Hold b, List<Force> forced) {
+        return victimOf(a, b, forced) || victimOf(b, a, forced);
+    }
+
+    private static boolean victimOf(Hold victim, Hold other, List<Force> forced) {
+        if (victim.releaseError == null) {
+            return false;
+        }
+        for (Force f : forced) {
+            if (victim.asked <= f.end() && f.start() <= other.granted) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean forcedDuring(Hold h, List<Force> forced) {
+        for (Force f : forced) {
+            if (h.asked <= f.end() && f.start() <= h.released) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
