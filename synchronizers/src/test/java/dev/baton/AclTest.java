@@ -98,8 +98,7 @@ class AclTest {
                 assertTrue(lockWaiter.get(10, TimeUnit.SECONDS));
                 assertTrue(b.lock("acl-lock").forceUnlock());
 
-                // Threads of one client passing a lock among themselves (lock_pass.lua), long
-                // enough for turns to end (PUBSUB NUMSUB), while another client waits for it too.
+                // Threads of one client taking a lock in turn while another client waits for it too.
                 Future<Boolean> otherClient = threads.submit(() -> {
                     BatonLock theirs = a.lock("acl-pass");
                     boolean got = theirs.tryLock(10, TimeUnit.SECONDS);

@@ -25,8 +25,6 @@ public enum Script {
     LOCK_ACQUIRE("lock_acquire.lua"),
     /** Give back one hold of a reentrant lock. */
     LOCK_RELEASE("lock_release.lua"),
-    /** A client's final release with a thread of its own waiting: hand the lock over in place, or release it. */
-    LOCK_PASS("lock_pass.lua"),
     /** Batched watchdog renewal of reentrant-lock holds. */
     LOCK_RENEW("lock_renew.lua"),
     /** Delete a reentrant lock whoever holds it. */

@@ -155,49 +155,6 @@ class LockScriptsTest {
         assertEquals("payload", redis.command("GET", LOCK));
     }
 
-    private Object pass(String releaser, String receiver, boolean turnOver) {
-        return run(Script.LOCK_PASS, List.of(LOCK, CHANNEL), releaser, receiver, "10000", turnOver ? "1" : "0", "0");
-    }
-
-    @Test
-    void passHandsTheLockToTheReceiverInPlaceWithItsLeaseAndPublishesNothing() {
-        acquire(A, 0, 60_000);
-        long published = redis.calls("publish");
-        assertEquals(1L, pass(A, "client-a:2", false));
-        assertEquals(java.util.Map.of("client-a:2", "1"), hash());
-        long pttl = (Long) redis.command("PTTL", LOCK);
-        assertTrue(pttl > 0 && pttl <= 10_000, "the receiver's lease, pttl " + pttl);
-        assertEquals(published, redis.calls("publish"));
-        assertEquals(1L, pass(A, "client-a:2", false), "a re-delivered copy reports the hand-off again");
-        assertEquals(java.util.Map.of("client-a:2", "1"), hash());
-    }
-
-    @Test
-    void passWhenTheTurnIsOverHandsOffOnlyIfNobodyElseListens() throws Exception {
-        acquire(A, 0, 60_000);
-        assertEquals(1L, pass(A, "client-a:2", true), "nobody listens: hand off");
-        try (dev.baton.testkit.RespClient listener = new dev.baton.testkit.RespClient(redis.host(), redis.port())) {
-            listener.call("SUBSCRIBE", CHANNEL);
-            long published = redis.calls("publish");
-            assertEquals(1L, pass("client-a:2", "client-a:3", false), "within the turn: hand off whoever listens");
-            assertEquals(0L, pass("client-a:3", "client-a:4", true), "turn over, another client listens: release");
-            assertEquals(0L, redis.command("EXISTS", LOCK));
-            assertEquals(published + 1, redis.calls("publish"));
-            assertEquals(List.of("message", CHANNEL, "0"), listener.readReply());
-        }
-    }
-
-    @Test
-    void passChangesNothingForAReleaserThatDoesNotHoldExactlyOneHold() {
-        assertEquals(-1L, pass(A, "client-a:2", false), "nothing held");
-        acquire(B, 0, 60_000);
-        assertEquals(-1L, pass(A, "client-a:2", false), "another owner holds it");
-        assertEquals(java.util.Map.of(B, "1"), hash());
-        acquire(B, 1, 60_000);
-        assertEquals(-2L, pass(B, "client-b:8", false), "a reentrant hold is released with lock_release");
-        assertEquals(java.util.Map.of(B, "2"), hash());
-    }
-
     private java.util.Map<String, String> hash() {
         List<?> flat = (List<?>) redis.command("HGETALL", LOCK);
         java.util.Map<String, String> map = new java.util.TreeMap<>();

@@ -117,21 +117,8 @@ final class AcquireEngine {
      * @param retryAfterMs when refused, how long the holder's lease has left (-1 if unknown);
      *                     a lost wake-up message delays the waiter at most this long
      */
-    record Outcome(boolean granted, long retryAfterMs, CompletableFuture<Void> localTurn, long localWaitNanos) {
+    record Outcome(boolean granted, long retryAfterMs) {
         static final Outcome GRANTED = new Outcome(true, 0);
-
-        Outcome(boolean granted, long retryAfterMs) {
-            this(granted, retryAfterMs, null, 0);
-        }
-
-        /**
-         * Refused without asking Redis: another acquisition of this client goes first (a lock's
-         * cohort). The engine parks until {@code turn} completes or {@code waitNanos} pass, and
-         * attempts again; it does not subscribe for this.
-         */
-        static Outcome queuedLocally(CompletableFuture<Void> turn, long waitNanos) {
-            return new Outcome(false, -1, turn, waitNanos);
-        }
     }
 
     /** When a lease has no TTL to wait for, re-check at least this often. */
@@ -158,8 +145,21 @@ final class AcquireEngine {
      * @param waitNanos how long to wait; 0 = one attempt only; negative = no limit
      */
     Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos) {
+        return acquire(attempt, channel, wakeRule, waitNanos, null);
+    }
+
+    /**
+     * Starts an acquisition whose first attempt waits for {@code after} (when not {@code null}):
+     * the clean-up of an earlier acquisition that must reach Redis first. The wait counts against
+     * the acquisition's budget; a cancel meanwhile ends it when {@code after} completes.
+     */
+    Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos, CompletableFuture<?> after) {
         Acquisition acquisition = new Acquisition(attempt, channel, wakeRule, waitNanos);
-        acquisition.step();
+        if (after == null || after.isDone()) {
+            acquisition.step();
+        } else {
+            after.whenComplete((ok, e) -> acquisition.guarded(acquisition::step));
+        }
         return acquisition;
     }
 
@@ -217,6 +217,21 @@ final class AcquireEngine {
                 }
             });
             return granted;
+        }
+
+        /**
+         * The result mapped for an API whose future is derived from it: cancelling the returned
+         * future {@link #abandon() abandons} the acquisition (a grant that arrives later, or had
+         * just arrived, is given back), as cancelling {@link #result()} itself does.
+         */
+        <T> CompletableFuture<T> resultAs(java.util.function.Function<Boolean, T> map) {
+            CompletableFuture<T> mapped = result.thenApply(map);
+            mapped.whenComplete((ok, e) -> {
+                if (e instanceof CancellationException) {
+                    abandon();
+                }
+            });
+            return mapped;
         }
 
         /**
@@ -318,10 +333,6 @@ final class AcquireEngine {
                 finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
                 return;
             }
-            if (outcome.localTurn() != null) {
-                parkLocally(outcome.localTurn(), Math.min(remaining, outcome.localWaitNanos()));
-                return;
-            }
             if (subscription == null && channel != null) {
                 subscribe();
                 return;
@@ -388,22 +399,6 @@ final class AcquireEngine {
                 if (waiter != null) {
                     waiter.consume();
                 }
-                step();
-            }));
-        }
-
-        /** Waits for a local turn (never completed here), the timer or a cancel, then attempts again. */
-        private void parkLocally(CompletableFuture<Void> turn, long waitNanos) {
-            CompletableFuture<Void> bell = new CompletableFuture<>();
-            parked = bell;
-            if (cancelled) {
-                bell.complete(null);
-            }
-            turn.whenComplete((ok, e) -> bell.complete(null));
-            Scheduler.Cancellable timer = scheduler.schedule(() -> bell.complete(null), waitNanos, TimeUnit.NANOSECONDS);
-            bell.whenComplete((ok, e) -> guarded(() -> {
-                timer.cancel();
-                parked = null;
                 step();
             }));
         }

@@ -39,7 +39,6 @@ public final class ClientRuntime implements AutoCloseable {
     private final PubSubService pubSub;
     private final RenewalRegistry renewals;
     private final Services services;
-    private final Cohort.Registry cohorts;
 
     private ClientRuntime(BatonOptions options, LettuceConnections connections) {
         this.options = options;
@@ -63,7 +62,6 @@ public final class ClientRuntime implements AutoCloseable {
         this.services = new Services(executor, new AcquireEngine(pubSub, scheduler, observer), leases, renewer,
                 new Requests(executor, scheduler, options.commandTimeout()), UUID.randomUUID().toString(),
                 options.commandTimeout(), options.watchdogTimeout(), connections.target(), new Services.Lifecycle());
-        this.cohorts = new Cohort.Registry(scheduler);
         renewals.start();
         connections.wiring().accept(executor);
     }
@@ -108,7 +106,7 @@ public final class ClientRuntime implements AutoCloseable {
 
     public BatonLock lock(String name) {
         services.checkOpen();
-        return new RedisLock(services, name, n -> new ReentrantRecipe(services.executor(), n, cohorts));
+        return new RedisLock(services, name, n -> new ReentrantRecipe(services.executor(), n));
     }
 
     public BatonLock fairLock(String name) {
@@ -196,7 +194,6 @@ public final class ClientRuntime implements AutoCloseable {
         executor.close();
         renewals.close();
         pubSub.close();
-        cohorts.wakeAll(); // threads queued behind another thread of this client, not subscribed
         services.leases().clear();
         try {
             connections.close();

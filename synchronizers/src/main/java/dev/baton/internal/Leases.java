@@ -9,6 +9,7 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -32,6 +33,11 @@ final class Leases {
     }
 
     private final ConcurrentHashMap<Key, Lease> live = new ConcurrentHashMap<>();
+    /**
+     * Acquisitions by an owner that were cancelled while an attempt of theirs may still be in
+     * flight, until their clean-up (the give-back of a late grant, the undo) is dispatched.
+     */
+    private final ConcurrentHashMap<Key, CompletableFuture<Void>> cancelled = new ConcurrentHashMap<>();
     private final Cache<Key, LostHolds> lost = Caffeine.newBuilder()
             .expireAfterWrite(LOST_MEMORY)
             .maximumSize(10_000)
@@ -76,9 +82,11 @@ final class Leases {
         long now = scheduler.nanoTime();
         purgeExpired(now, false);
         Lease lease = live.get(k);
-        if (lease == null || ranOut(lease, now)) {
+        if (lease == null || ranOut(lease, now) || lease.holds == 0) {
             // A fixed lease that ran out is not continued by a new grant: a fresh lease replaces
-            // it, so a purge racing with this grant removes only the old one.
+            // it, so a purge racing with this grant removes only the old one. So is a lease whose
+            // final release is still in flight (a give-back of a cancelled acquisition's late
+            // grant, say): that release's answer forgets its own record, never this new hold's.
             lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, now);
             lease.leaseFrom(now);
             live.put(k, lease);
@@ -97,6 +105,27 @@ final class Leases {
         }
         lease.leaseFrom(now);
         return lease;
+    }
+
+    /**
+     * An acquisition of {@code key} by {@code owner} was cancelled; {@code settled} completes
+     * when its clean-up has been dispatched. Until then a new acquisition by the same owner waits
+     * ({@link #cancelledBefore}), so a give-back of the old one's late grant reaches Redis first
+     * and can never undo the new hold.
+     */
+    void cancelled(String key, String owner, CompletableFuture<Void> settled) {
+        if (settled.isDone()) {
+            return;
+        }
+        Key k = new Key(key, owner);
+        cancelled.merge(k, settled, (a, b) -> CompletableFuture.allOf(a, b));
+        settled.whenComplete((ok, e) -> cancelled.computeIfPresent(k, (kk, f) -> f.isDone() ? null : f));
+    }
+
+    /** What a new acquisition by {@code owner} must wait for first (see {@link #cancelled}), or {@code null}. */
+    CompletableFuture<Void> cancelledBefore(String key, String owner) {
+        CompletableFuture<Void> pending = cancelled.get(new Key(key, owner));
+        return pending == null || pending.isDone() ? null : pending;
     }
 
     /** An owner-checked update gave a fixed lease {@code leaseMs} from now. */

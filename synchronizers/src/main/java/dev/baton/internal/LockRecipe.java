@@ -150,22 +150,4 @@ interface LockRecipe {
     default CompletableFuture<?> leave(String owner) {
         return CompletableFuture.completedFuture(null);
     }
-
-    /**
-     * The cohorts this kind's waiting threads queue in (one registry per client), or
-     * {@code null}: every waiting thread asks Redis itself. Only the reentrant lock has them.
-     */
-    default Cohort.Registry cohorts() {
-        return null;
-    }
-
-    /**
-     * The final release of {@code owner}'s one hold, handing the lock to {@code receiver} in
-     * place ({@code lock_pass.lua}; reply 1 handed, 0 released and published, -1 nothing held,
-     * -2 more than one hold held); sent like {@link #release}. Only for kinds with {@link #cohorts()}.
-     */
-    default CompletableFuture<CommandExecutor.Delivered<Long>> pass(String owner, String receiver, long receiverLeaseMs,
-                                                                    boolean turnOver, boolean cleanup) {
-        throw new UnsupportedOperationException(this + " hands nothing over");
-    }
 }

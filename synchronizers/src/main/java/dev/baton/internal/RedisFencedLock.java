@@ -42,13 +42,14 @@ final class RedisFencedLock extends RedisLock implements BatonFencedLock {
 
     @Override
     public CompletionStage<Long> lockAndGetTokenAsync(long ownerId) {
-        return lockAsync(ownerId).thenApply(ok -> tokenOf(ownerId));
+        // Derived from the acquisition itself, so cancelling this future abandons the wait.
+        return start(-1, watchdog(), ownerId).resultAs(ok -> tokenOf(ownerId));
     }
 
     @Override
     public CompletionStage<OptionalLong> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
-        return tryLockAsync(waitTime, leaseTime, unit, ownerId)
-                .thenApply(got -> got ? OptionalLong.of(tokenOf(ownerId)) : OptionalLong.empty());
+        return start(Args.waitNanos(waitTime, unit), fixed(leaseTime, unit), ownerId)
+                .resultAs(got -> got ? OptionalLong.of(tokenOf(ownerId)) : OptionalLong.empty());
     }
 
     private long tokenOf(long ownerId) {

@@ -259,21 +259,17 @@ class RedisLock implements BatonLock {
     AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
         services.checkOpen();
         String owner = owner(ownerId);
-        Cohort.Member member = null;
-        Cohort.Registry cohorts = recipe.cohorts();
-        if (cohorts != null && waitNanos != 0 && services.leases().holds(name, owner) == 0) {
-            // A first hold that may wait: queue with the client's other threads (Cohort).
-            long deadline = waitNanos < 0 ? Long.MAX_VALUE : System.nanoTime() + waitNanos;
-            member = cohorts.enter(name, new Cohort.Member(owner, lease.ms(), lease.watchdog(), deadline));
-        }
-        return services.engine().acquire(new LockAttempt(owner, lease, waitNanos != 0, member), recipe.channel(),
-                recipe.wakeRule(), waitNanos);
-    }
-
-    /** Whether {@code owner} of this client still has a live lease on this lock. */
-    private boolean stillHolds(String owner) {
-        Lease lease = services.leases().get(name, owner);
-        return lease != null && System.nanoTime() - lease.expiresNanos < 0;
+        // An earlier acquisition by this owner that was cancelled may still have an attempt in
+        // flight whose grant it will give back: start after that give-back is on the wire, so it
+        // reaches Redis first and can never undo this acquisition's hold (Leases.cancelled).
+        AcquireEngine.Acquisition acquisition = services.engine().acquire(new LockAttempt(owner, lease, waitNanos != 0),
+                recipe.channel(), recipe.wakeRule(), waitNanos, services.leases().cancelledBefore(name, owner));
+        acquisition.result().whenComplete((ok, e) -> {
+            if (e instanceof java.util.concurrent.CancellationException) {
+                services.leases().cancelled(name, owner, acquisition.settled());
+            }
+        });
+        return acquisition;
     }
 
     /** One acquisition's attempts; remembers the hold count it last asked with. */
@@ -282,20 +278,13 @@ class RedisLock implements BatonLock {
         private final LeaseRequest lease;
         private final boolean willWait;
         private final LockRecipe.Waiting waiting;
-        /** Its place among the client's threads waiting for this lock, or {@code null}. */
-        private final Cohort.Member member;
-        /** Whether the last attempt was answered here, without a call to Redis (nothing to undo). */
-        private boolean answeredLocally;
-        /** The connection failure of the last call to Redis, if it had one. */
-        private volatile Throwable unanswered;
         private int heldBefore;
 
-        LockAttempt(String owner, LeaseRequest lease, boolean willWait, Cohort.Member member) {
+        LockAttempt(String owner, LeaseRequest lease, boolean willWait) {
             this.owner = owner;
             this.lease = lease;
             this.willWait = willWait;
             this.waiting = recipe.waiting(owner);
-            this.member = member;
         }
 
         @Override
@@ -321,37 +310,11 @@ class RedisLock implements BatonLock {
         @Override
         public void messageSeen(String message) {
             waiting.messageSeen(message);
-            if (member != null) {
-                Cohort.releaseSeen(member);
-            }
         }
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             services.checkOpen();
-            answeredLocally = false;
-            if (member != null) {
-                Cohort.Turn turn = Cohort.turn(member, RedisLock.this::stillHolds);
-                answeredLocally = !(turn instanceof Cohort.AskRedis);
-                if (turn instanceof Cohort.Fail fail) {
-                    return CompletableFuture.failedFuture(new dev.baton.RedisUnavailableException(
-                            "Redis did not answer the acquisition of this client this one waited behind: "
-                                    + fail.cause().getMessage(), fail.cause()));
-                }
-                if (turn instanceof Cohort.Handed) {
-                    // A thread of this client released the lock to us in place; the lease is ours.
-                    return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
-                }
-                if (turn instanceof Cohort.Yield yield) {
-                    // Refused without asking: wait on the channel, like a refusal, for the yield.
-                    return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false,
-                            Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(yield.nanos()))));
-                }
-                if (turn instanceof Cohort.Wait wait) {
-                    return CompletableFuture.completedFuture(
-                            AcquireEngine.Outcome.queuedLocally(wait.bell(), wait.recheckNanos()));
-                }
-            }
             heldBefore = services.leases().holds(name, owner);
             if (waiting.handedOver() && heldBefore == 0) {
                 // The release that woke us already made us the holder: no round trip needed.
@@ -359,17 +322,11 @@ class RedisLock implements BatonLock {
                 waiting.claimed(granted);
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
-            return recipe.acquire(owner, heldBefore, lease.ms(), willWait).whenComplete((g, e) -> {
-                Throwable cause = e == null ? null : Failures.unwrap(e);
-                unanswered = cause != null && Failures.isConnectionFailure(cause) ? cause : null;
-            }).thenApply(grant -> {
+            return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
                 if (grant.granted()) {
                     Lease held = services.leases().granted(name, owner, grant.holds(), lease.ms(),
                             lease.watchdog(), recipe.renewal());
                     held.token = grant.token();
-                    if (member != null) {
-                        Cohort.grantedByRedis(member);
-                    }
                     return AcquireEngine.Outcome.GRANTED;
                 }
                 waiting.refused(grant);
@@ -379,9 +336,6 @@ class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
-            if (answeredLocally) {
-                return CompletableFuture.completedFuture(null); // nothing was sent
-            }
             waiting.abandoned();
             // Undo the acquire if it ran: a release that expects one hold more than we had.
             return recipe.release(owner, heldBefore + 1, lease.ms(), true)
@@ -399,10 +353,6 @@ class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<?> leave() {
-            if (member != null && Cohort.leave(member, unanswered)) {
-                // Handed the lock by another thread after giving up: pass it on.
-                return releaseGranted();
-            }
             if (services.leases().holds(name, owner) > 0) {
                 return CompletableFuture.completedFuture(null);
             }
@@ -428,24 +378,16 @@ class RedisLock implements BatonLock {
      */
     private CompletableFuture<Void> release(String owner, boolean cleanup) {
         Lease lease = services.leases().get(name, owner);
-        Cohort.Registry cohorts = recipe.cohorts();
         if (lease == null) {
-            if (cohorts != null) {
-                cohorts.ownerGone(name, owner);
-            }
             return CompletableFuture.failedFuture(notHeld(owner, services.leases().takeLostReason(name, owner)));
         }
         int heldBefore = lease.holds;
         boolean unconfirmedBefore = lease.releaseUnconfirmed;
-        Cohort.Pass pass = heldBefore <= 1 && cohorts != null ? cohorts.passFrom(name, owner) : null;
         if (heldBefore <= 1) {
             services.leases().stopRenewing(lease);
         }
         lease.holds = heldBefore - 1;
-        CompletableFuture<CommandExecutor.Delivered<Long>> sent = pass == null
-                ? recipe.release(owner, heldBefore, lease.leaseMs, cleanup)
-                : passOn(pass, owner, heldBefore, lease.leaseMs, cleanup);
-        return sent.handle((delivered, error) -> {
+        return recipe.release(owner, heldBefore, lease.leaseMs, cleanup).handle((delivered, error) -> {
             if (error != null) {
                 Throwable cause = Failures.unwrap(error);
                 if (cause instanceof dev.baton.ReplicaSyncException) {
@@ -485,42 +427,6 @@ class RedisLock implements BatonLock {
             services.leases().lostOnRelease(lease, heldBefore - 1, reason);
             throw leaseLost(owner, reason);
         });
-    }
-
-    /**
-     * The final release of {@code owner} with a thread of this client waiting: hands the lock to
-     * it in place (lock_pass.lua) or, when the client's turn is over and others listen, releases
-     * it to everybody. Answers in lock_release's terms (0 released by us, -1 nothing held), so
-     * the caller's bookkeeping is the same either way.
-     */
-    private CompletableFuture<CommandExecutor.Delivered<Long>> passOn(Cohort.Pass pass, String owner, int heldBefore,
-                                                                     long leaseMs, boolean cleanup) {
-        Cohort.Member to = pass.to();
-        return recipe.pass(owner, to.owner, to.leaseMs, pass.turnOver(), cleanup).handle((delivered, error) -> {
-            if (error != null) {
-                Cohort.notHanded(pass, false);
-                return CompletableFuture.<CommandExecutor.Delivered<Long>>failedFuture(error);
-            }
-            long reply = delivered.value();
-            if (reply == 1) {
-                services.leases().granted(name, to.owner, 1, to.leaseMs, to.watchdog, recipe.renewal());
-                if (Cohort.handed(pass)) {
-                    // The receiver gave up while the hand-off was on its way: pass it on for it.
-                    release(to.owner, true).whenComplete((ok, e) -> {
-                        if (e != null) {
-                            log.debug("passing on '{}' for {}, who stopped waiting, failed", name, to.owner, e);
-                        }
-                    });
-                }
-                return CompletableFuture.completedFuture(new CommandExecutor.Delivered<>(0L, delivered.resent()));
-            }
-            Cohort.notHanded(pass, reply == 0);
-            if (reply == -2) {
-                // Redis counts more holds than this client does: release one the ordinary way.
-                return recipe.release(owner, heldBefore, leaseMs, cleanup);
-            }
-            return CompletableFuture.completedFuture(delivered);
-        }).thenCompose(f -> f);
     }
 
     /** Why an owner with no lease here cannot release or update: its lease was lost ({@code lostReason}), or it never held. */

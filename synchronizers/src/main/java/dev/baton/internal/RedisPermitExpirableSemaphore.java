@@ -70,7 +70,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public CompletionStage<List<String>> tryAcquireAsync(int permits, long waitTime, long leaseTime, TimeUnit unit) {
         PermitAttempt attempt = new PermitAttempt(Args.permitsPerCall(permits), anyLease(leaseTime, unit));
-        return start(attempt, Args.timeoutNanos(waitTime, unit)).result().thenApply(got -> got ? attempt.ids : List.of());
+        return start(attempt, Args.timeoutNanos(waitTime, unit)).resultAs(got -> got ? attempt.ids : List.of());
     }
 
     @Override
@@ -132,8 +132,8 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public CompletionStage<Optional<String>> tryAcquireAsync(long waitTime, long leaseTime, TimeUnit unit) {
         PermitAttempt attempt = new PermitAttempt(1, anyLease(leaseTime, unit));
-        return start(attempt, Args.timeoutNanos(waitTime, unit)).result()
-                .thenApply(got -> got ? Optional.of(attempt.ids.get(0)) : Optional.empty());
+        return start(attempt, Args.timeoutNanos(waitTime, unit))
+                .resultAs(got -> got ? Optional.of(attempt.ids.get(0)) : Optional.empty());
     }
 
     @Override

@@ -18,17 +18,9 @@ final class ReentrantRecipe implements LockRecipe {
     private final List<String> keys;
     private final List<String> releaseKeys;
     private final String channel;
-    private final Cohort.Registry cohorts;
 
-    /** A lock without cohort waiting (the fenced lock's base). */
     ReentrantRecipe(CommandExecutor executor, String name) {
-        this(executor, name, null);
-    }
-
-    /** A lock whose waiting threads of one client queue in {@code cohorts} (null: none). */
-    ReentrantRecipe(CommandExecutor executor, String name, Cohort.Registry cohorts) {
         this.executor = executor;
-        this.cohorts = cohorts;
         this.channel = Layout.lockChannel(name);
         this.keys = List.of(name);
         this.releaseKeys = List.of(name, channel);
@@ -60,18 +52,6 @@ final class ReentrantRecipe implements LockRecipe {
     public CompletableFuture<CommandExecutor.Delivered<Long>> release(String owner, int heldBefore, long leaseMs, boolean cleanup) {
         return executor.release(cleanup, Script.LOCK_RELEASE, CommandExecutor.Reply.INTEGER, releaseKeys,
                 List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), UNLOCK_MESSAGE));
-    }
-
-    @Override
-    public Cohort.Registry cohorts() {
-        return cohorts;
-    }
-
-    @Override
-    public CompletableFuture<CommandExecutor.Delivered<Long>> pass(String owner, String receiver, long receiverLeaseMs,
-                                                                   boolean turnOver, boolean cleanup) {
-        return executor.release(cleanup, Script.LOCK_PASS, CommandExecutor.Reply.INTEGER, releaseKeys,
-                List.of(owner, receiver, Long.toString(receiverLeaseMs), turnOver ? "1" : "0", UNLOCK_MESSAGE));
     }
 
     @Override
