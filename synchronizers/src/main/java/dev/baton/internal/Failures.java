@@ -27,10 +27,12 @@ final class Failures {
      * busy script, or a server that is a replica now (READONLY: after a failover the connection
      * can be on the demoted master until Sentinel's reconfiguration drops it and the client
      * reconnects to the new one; a script stops at its first write there, and every write Baton
-     * makes is a script, so nothing was changed).
+     * makes is a script, so nothing was changed). Redis 6.2 wraps the refusal of a script's write
+     * in the script error ({@code ERR Error running script (call to f_...): @user_script:29:
+     * ... -READONLY You can't write against a read only replica.}); 7.0 and Valkey send it as is.
      */
-    private static final java.util.regex.Pattern TEMPORARY =
-            java.util.regex.Pattern.compile("^(CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN|BUSY|READONLY)\\b");
+    private static final java.util.regex.Pattern TEMPORARY = java.util.regex.Pattern.compile(
+            "(?s)^(CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN|BUSY|READONLY)\\b|^ERR Error running script.*-(READONLY|MASTERDOWN)\\b");
 
     /** The error-reply prefix with which a script refuses an argument. */
     static final String ARGUMENT_REFUSED = "BATON_ARG";
