@@ -249,11 +249,14 @@ final class RedisSemaphore implements BatonSemaphore {
             String attemptKey = Requests.key(name, Requests.newId());
             key = attemptKey;
             Requests ids = services.requests();
-            return services.executor().<List<Object>>eval(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY,
+            return services.executor().<List<Object>>evalTracked(Script.SEMAPHORE_ACQUIRE, CommandExecutor.Reply.ARRAY,
                     ids.withForgotten(name, List.of(name, attemptKey)),
-                    List.of(Integer.toString(permits), ids.memoryArg())).thenApply(reply -> {
+                    List.of(Integer.toString(permits), ids.memoryArg())).thenApply(delivered -> {
+                        List<Object> reply = delivered.value();
                         if ((Long) reply.get(0) == 1L) {
-                            ids.answered(name, attemptKey);
+                            if (!delivered.resent()) {
+                                ids.answered(name, attemptKey);
+                            }
                             return AcquireEngine.Outcome.GRANTED;
                         }
                         deletion.check(name, (Long) reply.get(1) == 1L);

@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
  * How long a key lives bounds how far apart two copies may run: the background horizon below
  * plus four command timeouts. To keep few keys alive on a busy semaphore, a client hands the
  * script, on its next call on the same name, the keys of its earlier requests that were
- * answered; those can have no further copy, so the script deletes them at once. About one key
+ * answered and written exactly once; those can have no further copy, so the script deletes
+ * them at once. A request written more than once keeps its key for the whole memory. About one key
  * per request in flight stays, not one per request in the memory. (A sorted set of ids was
  * tried first: its pruning by the server's clock made every script call about 7 us slower.)
  *
@@ -136,7 +137,14 @@ final class Requests {
         return all;
     }
 
-    /** The request's reply arrived: no copy of it can come any more, so its key may be deleted. */
+    /**
+     * The request's reply arrived and it was written exactly once: no copy of it can come any
+     * more, so its key may be deleted early. A request written more than once (Lettuce wrote it
+     * again after a reconnect, or Baton sent another copy) is never handed here: a copy written
+     * on a connection that was dropped may still sit in the server's input or in the network
+     * and run later, so its key lives out its PX, and a copy that arrives within that memory
+     * still counts once.
+     */
     void answered(String name, String key) {
         Queue<String> queue = answered.get(name, k -> new ConcurrentLinkedQueue<>());
         if (queue.size() < ANSWERED_PER_NAME) {
@@ -159,7 +167,7 @@ final class Requests {
         CompletableFuture<T> foreground = new CompletableFuture<>();
         executor.<T>evalUntilAnswered(script, reply, keys, args, timeoutNanos).whenComplete((delivered, error) -> {
             if (error == null) {
-                if (name != null) {
+                if (name != null && !delivered.resent()) {
                     answered(name, key);
                 }
                 foreground.complete(delivered.value());
@@ -181,9 +189,7 @@ final class Requests {
                     what, Durations.readableNanos(left));
             executor.<T>evalUntilAnswered(script, reply, keys, args, left).whenComplete((late, lateError) -> {
                 if (lateError == null) {
-                    if (name != null) {
-                        answered(name, key);
-                    }
+                    // Not forgotten early: an earlier copy may still be on its way (see answered).
                     log.info("{} confirmed after {}", what, Durations.readableNanos(scheduler.nanoTime() - started));
                     landed.complete(late.value());
                 } else {

@@ -3,6 +3,7 @@ package dev.baton.internal;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
+import dev.baton.BatonSemaphore;
 import dev.baton.lua.Script;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
@@ -15,6 +16,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -209,6 +211,32 @@ class LostReplyTest {
         baton.semaphore("permits-twice").release(2);
         assertRanTwice();
         assertEquals("3", redis.command("GET", "permits-twice"), "two permits back, not four");
+    }
+
+    /**
+     * A request written twice keeps its key for the whole request memory: a copy left on the
+     * dropped connection may still reach Redis later, and must find its key. Requests written
+     * once are forgotten by the client's later calls, eight at a time.
+     */
+    @Test
+    void theKeyOfAResentRequestOutlivesTheForgettingOfAnsweredOnes() throws Exception {
+        BatonSemaphore semaphore = baton.semaphore("kept-keys");
+        semaphore.trySetPermits(3);
+        assertTrue(semaphore.tryAcquire(2));
+        java.util.Set<Object> before = new java.util.HashSet<>((List<?>) redis.command("KEYS", "baton_request:{kept-keys}:*"));
+        dropNextReply();
+        semaphore.release(2);
+        assertRanTwice();
+        java.util.Set<Object> resent = new java.util.HashSet<>((List<?>) redis.command("KEYS", "baton_request:{kept-keys}:*"));
+        resent.removeAll(before);
+        assertEquals(1, resent.size(), "the re-sent release's key: " + resent);
+        for (int i = 0; i < 40; i++) {
+            assertTrue(semaphore.tryAcquire());
+            semaphore.release();
+        }
+        List<?> left = (List<?>) redis.command("KEYS", "baton_request:{kept-keys}:*");
+        assertTrue(left.containsAll(resent), "the re-sent request's key was deleted early: " + left);
+        assertTrue(left.size() < 40, "requests written once are still forgotten: " + left.size() + " keys left");
     }
 
     @Test
