@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -72,6 +73,52 @@ class ClusterTest {
         threads.shutdownNow();
         clients.close();
         cluster.close();
+    }
+
+    /**
+     * Names whose keys would span two slots are refused when the synchronizer is made, with a
+     * message that says why (data-layout.md, "Hash tags"); a well-formed hash tag works for every
+     * kind but the latch, whose Redisson channel puts braces of its own around the name.
+     */
+    @Test
+    void namesWhoseKeysWouldSpanTwoSlotsAreRefusedWhenMadeAndWellFormedTagsWork() throws Exception {
+        for (String bad : List.of("a{b", "x{}y", "a}b")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.lock(bad), bad);
+            assertTrue(e.getMessage().contains("CROSSSLOT") && e.getMessage().contains(bad), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> a.semaphore(bad), bad);
+            assertThrows(IllegalArgumentException.class, () -> a.permitExpirableSemaphore(bad), bad);
+            assertThrows(IllegalArgumentException.class, () -> a.readWriteLock(bad), bad);
+            assertThrows(IllegalArgumentException.class, () -> a.fairLock(bad), bad);
+            assertThrows(IllegalArgumentException.class, () -> a.fencedLock(bad), bad);
+        }
+        for (String tagged : List.of("{orders}", "x{t}")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.countDownLatch(tagged));
+            assertTrue(e.getMessage().contains("braces"), e.getMessage());
+        }
+        String tagged = "{orders}:daily";
+        BatonLock lock = a.lock(tagged);
+        assertTrue(lock.tryLock());
+        lock.unlock();
+        BatonFencedLock fenced = a.fencedLock(tagged + "-f");
+        assertTrue(fenced.tryLockAndGetToken().isPresent());
+        fenced.unlock();
+        BatonLock fair = a.fairLock(tagged + "-fair");
+        assertTrue(fair.tryLock(1, TimeUnit.SECONDS));
+        fair.unlock();
+        BatonLock write = a.readWriteLock(tagged + "-rw").writeLock();
+        assertTrue(write.tryLock(1, TimeUnit.SECONDS));
+        write.unlock();
+        BatonSemaphore semaphore = a.semaphore(tagged + "-s");
+        assertTrue(semaphore.trySetPermits(1));
+        assertTrue(semaphore.tryAcquire(1, TimeUnit.SECONDS));
+        semaphore.release();
+        BatonPermitExpirableSemaphore expirable = a.permitExpirableSemaphore(tagged + "-x");
+        assertTrue(expirable.trySetPermits(1));
+        expirable.release(expirable.acquire(10, TimeUnit.SECONDS));
+        BatonCountDownLatch latch = a.countDownLatch("orders-latch");
+        assertTrue(latch.trySetCount(1));
+        latch.countDown();
+        assertTrue(latch.await(1, TimeUnit.SECONDS));
     }
 
     @Test

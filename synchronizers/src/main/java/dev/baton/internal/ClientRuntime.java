@@ -39,6 +39,8 @@ public final class ClientRuntime implements AutoCloseable {
     private final PubSubService pubSub;
     private final RenewalRegistry renewals;
     private final Services services;
+    /** Whether the client is on a Redis Cluster, where every key of a synchronizer must share one slot. */
+    private final boolean cluster;
 
     private ClientRuntime(BatonOptions options, LettuceConnections connections) {
         this.options = options;
@@ -56,6 +58,7 @@ public final class ClientRuntime implements AutoCloseable {
         Leases leases = new Leases(scheduler, options.leaseLostListener(), observer);
         ScriptRenewer renewer = new ScriptRenewer(executor);
         ToIntFunction<String> slotOf = connections.cluster() ? SlotHash::getSlot : key -> 0;
+        this.cluster = connections.cluster();
         this.renewals = new RenewalRegistry(renewer, leases::lost, scheduler, slotOf,
                 options.watchdogTimeout().toMillis(), options.renewalBatchSize(), observer);
         leases.attach(renewals);
@@ -106,18 +109,20 @@ public final class ClientRuntime implements AutoCloseable {
 
     public BatonLock lock(String name) {
         services.checkOpen();
+        inOneSlot(name, false);
         return new RedisLock(services, name, n -> new ReentrantRecipe(services.executor(), n));
     }
 
     public BatonLock fairLock(String name) {
         services.checkOpen();
+        inOneSlot(name, false);
         long waiterLeaseMs = options.fairLockWaiterTimeout().toMillis();
         return new RedisLock(services, name, n -> new FairRecipe(services, n, waiterLeaseMs));
     }
 
     public BatonReadWriteLock readWriteLock(String name) {
         services.checkOpen();
-        Args.name(name);
+        inOneSlot(name, false);
         return new RedisReadWriteLock(name,
                 new RedisLock(services, name, n -> new ReadLockRecipe(services.executor(), n)),
                 new RedisLock(services, name, n -> new WriteLockRecipe(services.executor(), n)));
@@ -125,22 +130,56 @@ public final class ClientRuntime implements AutoCloseable {
 
     public BatonFencedLock fencedLock(String name) {
         services.checkOpen();
+        inOneSlot(name, false);
         return new RedisFencedLock(services, name);
     }
 
     public BatonSemaphore semaphore(String name) {
         services.checkOpen();
+        inOneSlot(name, false);
         return new RedisSemaphore(services, name);
     }
 
     public BatonPermitExpirableSemaphore permitExpirableSemaphore(String name) {
         services.checkOpen();
+        inOneSlot(name, false);
         return new RedisPermitExpirableSemaphore(services, name);
     }
 
     public BatonCountDownLatch countDownLatch(String name) {
         services.checkOpen();
+        inOneSlot(name, true);
         return new RedisCountDownLatch(services, name);
+    }
+
+    /**
+     * On a Redis Cluster, refuses a name whose keys and channels would not share the name's slot
+     * (a script over keys of two slots fails with CROSSSLOT, on every call): a name with a
+     * malformed hash tag ({@code a{b}, {@code x{}y}, {@code a}b}), whose helper keys
+     * ({@code prefix:name}) then hash whole, and for the count-down latch any name with braces,
+     * since Redisson's latch channel puts the name in braces of its own. Elsewhere every name
+     * works, Redisson's included.
+     */
+    private void inOneSlot(String name, boolean latch) {
+        Args.name(name);
+        if (!cluster) {
+            return;
+        }
+        int slot = SlotHash.getSlot(name);
+        String helper = dev.baton.lua.Layout.lockChannel(name);
+        if (SlotHash.getSlot(helper) != slot) {
+            throw new IllegalArgumentException("name '" + name + "' cannot be used on a Redis Cluster: its helper keys "
+                    + "and channels (such as '" + helper + "') hash to slot " + SlotHash.getSlot(helper)
+                    + ", the name itself to slot " + slot + ", and Redis refuses a script over two slots (CROSSSLOT). "
+                    + "Use a name without braces, or one with a well-formed hash tag such as '{orders}:daily'");
+        }
+        if (latch && (name.indexOf('{') >= 0 || name.indexOf('}') >= 0)) {
+            String channel = dev.baton.lua.Layout.latchChannel(name);
+            throw new IllegalArgumentException("count-down latch name '" + name + "' cannot be used on a Redis Cluster: "
+                    + "the latch's channel, as Redisson names it ('" + channel + "'), puts the name in braces of its own, "
+                    + "so a name with braces hashes the channel to slot " + SlotHash.getSlot(channel) + " and the latch to slot "
+                    + slot + " (CROSSSLOT). Use a name without braces");
+        }
     }
 
     /** A multi-lock over locks of any clients. */
