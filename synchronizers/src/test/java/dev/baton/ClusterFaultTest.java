@@ -174,6 +174,56 @@ class ClusterFaultTest {
         assertEquals(2, holder.semaphore(semName).availablePermits(), "permits exact after the migration");
     }
 
+    /**
+     * A migration that keeps a synchronizer's slot half-moved for longer than the command timeout
+     * (many keys, moved slowly): its scripts get TRYAGAIN from the source the whole time (they
+     * declare keys that do not exist yet, a request key, a channel). A call without a wait budget
+     * sends again only within the command timeout and then reports RedisUnavailableException
+     * naming TRYAGAIN, within the timeout + 150 ms; a wait with a budget rides TRYAGAIN past the
+     * command timeout for as long as its budget lasts, and is granted once the slot has moved.
+     */
+    @Test
+    void aMigrationLongerThanTheCommandTimeoutFailsCallsWithoutABudgetAndIsRiddenByWaitsWithOne() throws Exception {
+        int slot = 43;
+        String semName = nameIn(slot, "slow-sem");
+        Baton baton = open(Duration.ofSeconds(30));
+        BatonSemaphore semaphore = baton.semaphore(semName);
+        assertTrue(semaphore.trySetPermits(1));
+        for (int i = 0; i < 20; i++) {
+            cluster.ownerOf(slot).command("SET", "{" + semName + "}:filler-" + i, "x");
+        }
+        RedisServer target = cluster.masters().get(1);
+        AtomicBoolean checked = new AtomicBoolean();
+        List<Future<Long>> budgeted = new ArrayList<>();
+        List<String> seen = new CopyOnWriteArrayList<>();
+        cluster.migrateSlot(slot, target, () -> {
+            if (!checked.compareAndSet(false, true)) {
+                return;
+            }
+            // The first batch has moved; the semaphore's key stays on the source until the end.
+            budgeted.add(threads.submit(() -> {
+                long started = System.nanoTime();
+                assertTrue(semaphore.tryAcquire(1, 4 * TIMEOUT.toMillis(), TimeUnit.MILLISECONDS), "granted once moved");
+                return System.nanoTime() - started;
+            }));
+            RedisUnavailableException e = Bounds.assertThrowsWithin(RedisUnavailableException.class, Bounds.failure(TIMEOUT),
+                    semaphore::tryAcquire, "tryAcquire() while the slot is half-moved");
+            seen.add(e.getMessage());
+            try {
+                Thread.sleep(TIMEOUT.toMillis()); // the slot stays half-moved past one more command timeout
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+        }, List.of(semName));
+        assertEquals(target, cluster.ownerOf(slot));
+        assertTrue(seen.get(0).contains("TRYAGAIN"), "the failure names what Redis said: " + seen.get(0));
+        long rodeNanos = budgeted.get(0).get(30, TimeUnit.SECONDS);
+        assertTrue(rodeNanos > TIMEOUT.toNanos(), "the wait with a budget rode TRYAGAIN for "
+                + rodeNanos / 1_000_000 + " ms, past the " + TIMEOUT.toMillis() + " ms command timeout");
+        semaphore.release();
+        assertEquals(1, semaphore.availablePermits(), "nothing taken twice or lost by the refused calls");
+    }
+
     @Test
     void aMasterFailingOverToItsReplicaKeepsWaitersAndWatchdogLocks() throws Exception {
         RedisServer victim = cluster.masters().get(0);
