@@ -58,6 +58,35 @@ abstract class LockContractTest extends TwoClientsTest {
         assertTrue(threads.submit(() -> lock(b, "orders").tryLock()).get());
     }
 
+    /**
+     * A holder whose lock was taken away (here by another client's forceUnlock, and held by that
+     * client meanwhile) and that re-enters is told of the loss, not granted a fresh hold as if it
+     * had held throughout: the re-entry throws LeaseLostException, holds nothing afterwards, and
+     * its outer unlock reports the loss too. Found by the interleaving fuzzer's forceUnlock storms.
+     */
+    @Test
+    void aReEntryAfterTheLeaseWasLostReportsTheLossAndHoldsNothing() throws Exception {
+        BatonLock lock = lock(a, "re-entered");
+        lock.lock();
+        assertTrue(lock(b, "re-entered").forceUnlock());
+        assertTrue(threads.submit(() -> {
+            BatonLock theirs = lock(b, "re-entered");
+            boolean got = theirs.tryLock();
+            if (got) {
+                theirs.unlock();
+            }
+            return got;
+        }).get(10, TimeUnit.SECONDS), "another client held it in between");
+        LeaseLostException lost = assertThrows(LeaseLostException.class, lock::lock);
+        assertTrue(lost.getMessage().contains("re-entry"), lost.getMessage());
+        assertFalse(lock.isHeldByCurrentThread(), "the fresh hold was given back");
+        assertEquals(0, a.leasesHeld());
+        assertThrows(LeaseLostException.class, lock::unlock, "the outer hold's unlock reports the loss");
+        assertThrows(IllegalMonitorStateException.class, lock::unlock, "and nothing is held after it");
+        assertTrue(threads.submit(() -> lock(b, "re-entered").tryLock(5, TimeUnit.SECONDS)).get(10, TimeUnit.SECONDS),
+                "the lock is free for others");
+    }
+
     @Test
     void reentrantHoldsAreCountedAndReleasedOneByOne() {
         BatonLock lock = lock(a, "reentrant");

@@ -262,11 +262,14 @@ class RedisLock implements BatonLock {
         // An earlier acquisition by this owner that was cancelled may still have an attempt in
         // flight whose grant it will give back: start after that give-back is on the wire, so it
         // reaches Redis first and can never undo this acquisition's hold (Leases.cancelled).
+        // Keyed by the owner, not its field: a read lock's give-back must land before the same
+        // owner's write acquisition too (which would otherwise be refused as an upgrade).
+        String ordered = Names.owner(services.clientId(), ownerId);
         AcquireEngine.Acquisition acquisition = services.engine().acquire(new LockAttempt(owner, lease, waitNanos != 0),
-                recipe.channel(), recipe.wakeRule(), waitNanos, services.leases().cancelledBefore(name, owner));
+                recipe.channel(), recipe.wakeRule(), waitNanos, services.leases().cancelledBefore(name, ordered));
         acquisition.result().whenComplete((ok, e) -> {
             if (e instanceof java.util.concurrent.CancellationException) {
-                services.leases().cancelled(name, owner, acquisition.settled());
+                services.leases().cancelled(name, ordered, acquisition.settled());
             }
         });
         return acquisition;
@@ -323,6 +326,9 @@ class RedisLock implements BatonLock {
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
+                if (grant.granted() && heldBefore > 0 && grant.holds() <= heldBefore) {
+                    throw reEnteredAfterLoss(grant.holds());
+                }
                 if (grant.granted()) {
                     Lease held = services.leases().granted(name, owner, grant.holds(), lease.ms(),
                             lease.watchdog(), recipe.renewal());
@@ -332,6 +338,25 @@ class RedisLock implements BatonLock {
                 waiting.refused(grant);
                 return new AcquireEngine.Outcome(false, grant.retryAfterMs());
             });
+        }
+
+        /**
+         * A re-entry found the owner's earlier holds gone from Redis (force-unlocked, deleted, or
+         * expired before the renewal or the loss report came) and was granted a first hold
+         * instead: the owner would go on as if it had held throughout, while another owner may
+         * have held the lock in between. The loss is reported (listener, WARN, the owner's next
+         * unlock), the fresh hold given back, and the re-entry fails with the loss.
+         */
+        private LeaseLostException reEnteredAfterLoss(int freshHolds) {
+            String reason = "its lease was lost (the lock was deleted, force-unlocked or expired) before this re-entry";
+            Lease old = services.leases().get(name, owner);
+            if (old != null) {
+                services.leases().lost(old, reason);
+            }
+            recipe.release(owner, freshHolds, lease.ms(), true).whenComplete((r, e) -> log.debug(
+                    "giving back the hold a re-entry of '{}' by {} got after its lease was lost: {}", name, owner,
+                    e == null ? "reply " + r.value() : e.toString()));
+            return leaseLost(owner, reason);
         }
 
         @Override
