@@ -5,6 +5,7 @@ import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -85,6 +86,45 @@ abstract class LockContractTest extends TwoClientsTest {
         assertThrows(IllegalMonitorStateException.class, lock::unlock, "and nothing is held after it");
         assertTrue(threads.submit(() -> lock(b, "re-entered").tryLock(5, TimeUnit.SECONDS)).get(10, TimeUnit.SECONDS),
                 "the lock is free for others");
+    }
+
+    /**
+     * A caller that bounds an async wait the usual way (orTimeout, completeOnTimeout) or completes
+     * its future by hand has given up: the wait is abandoned and holds nothing when the lock is
+     * released, instead of taking it for nobody (held and renewed until the client closed).
+     */
+    @Test
+    void aWaitWhoseFutureTheCallerCompletesIsAbandonedAndHoldsNothing() throws Exception {
+        BatonLock held = lock(a, "given-up");
+        held.lock();
+        BatonLock waiting = lock(b, "given-up");
+        List<CompletableFuture<?>> givenUp = List.of(
+                waiting.lockAsync(9_000_000_001L).toCompletableFuture().orTimeout(200, TimeUnit.MILLISECONDS),
+                waiting.lockAsync(9_000_000_002L).toCompletableFuture().completeOnTimeout(null, 200, TimeUnit.MILLISECONDS),
+                waiting.tryLockAsync(10, TimeUnit.SECONDS, 9_000_000_003L).toCompletableFuture()
+                        .orTimeout(200, TimeUnit.MILLISECONDS),
+                byHand(waiting.lockAsync(9_000_000_004L).toCompletableFuture(), null),
+                byHand(waiting.tryLockAsync(10, TimeUnit.SECONDS, 9_000_000_005L).toCompletableFuture(), false));
+        for (CompletableFuture<?> f : givenUp) {
+            try {
+                f.get(5, TimeUnit.SECONDS);
+            } catch (ExecutionException timedOut) {
+                assertTrue(timedOut.getCause() instanceof java.util.concurrent.TimeoutException, timedOut.toString());
+            }
+        }
+        held.unlock();
+        // Nothing to wait for but the absence of a grant: watch for the wake-up bound, in which
+        // a waiter that was still waiting would have taken the lock.
+        Thread.sleep(Bounds.within(Bounds.WAKE).toMillis());
+        assertEquals(0L, redis.command("EXISTS", "given-up"), "an abandoned wait took the lock for nobody");
+        assertEquals(0, b.leasesHeld());
+        assertTrue(threads.submit(() -> lock(a, "given-up").tryLock()).get(), "the lock is free for others");
+    }
+
+    /** The caller completes the future itself while the acquisition is still under way. */
+    private static <T> CompletableFuture<T> byHand(CompletableFuture<T> future, T value) {
+        assertTrue(future.complete(value), "the wait had not ended yet");
+        return future;
     }
 
     @Test

@@ -179,6 +179,8 @@ final class AcquireEngine {
         private final CompletableFuture<Void> settled = new CompletableFuture<>();
         private final CompletableFuture<Void> finished = new CompletableFuture<>();
         private volatile boolean cancelled;
+        /** Set as the engine starts to deliver the outcome: a completion of the result before it is the caller's. */
+        private volatile boolean ending;
         private volatile PubSubService.Subscription subscription;
         private volatile CompletableFuture<Void> parked;
         private volatile CompletableFuture<?> cleanup = DONE;
@@ -193,8 +195,11 @@ final class AcquireEngine {
             this.started = scheduler.nanoTime();
             this.observed = observer.acquisitionStarted(attempt.kind(), attempt.name());
             this.deadline = started + Math.max(0, waitNanos);
+            // Completed by anybody but the engine (cancel, an orTimeout or completeOnTimeout, a
+            // complete by hand): the caller has given up, so the acquisition is abandoned, and a
+            // grant that arrives later is given back (finish finds the result taken).
             result.whenComplete((ok, e) -> {
-                if (e instanceof CancellationException) {
+                if (!ending) {
                     cancel();
                 }
             });
@@ -210,25 +215,38 @@ final class AcquireEngine {
          * stage {@link #abandon() abandons} the acquisition.
          */
         CompletableFuture<Void> untilGranted() {
-            CompletableFuture<Void> granted = result.thenApply(ok -> null);
-            granted.whenComplete((ok, e) -> {
-                if (e instanceof CancellationException) {
-                    abandon();
-                }
-            });
-            return granted;
+            return resultAs(ok -> null);
         }
 
         /**
-         * The result mapped for an API whose future is derived from it: cancelling the returned
-         * future {@link #abandon() abandons} the acquisition (a grant that arrives later, or had
-         * just arrived, is given back), as cancelling {@link #result()} itself does.
+         * The result mapped for an API whose future is derived from it. Completing the returned
+         * future before the acquisition ends, in any way (cancel, orTimeout, completeOnTimeout,
+         * complete), abandons the acquisition as completing {@link #result()} does; a grant that
+         * had just arrived when the caller gave up is given back.
          */
         <T> CompletableFuture<T> resultAs(java.util.function.Function<Boolean, T> map) {
-            CompletableFuture<T> mapped = result.thenApply(map);
+            CompletableFuture<T> mapped = new CompletableFuture<>();
+            result.whenComplete((ok, e) -> {
+                boolean took;
+                if (e != null) {
+                    took = mapped.completeExceptionally(e);
+                } else {
+                    T value;
+                    try {
+                        value = map.apply(ok);
+                    } catch (RuntimeException | Error failure) {
+                        mapped.completeExceptionally(failure);
+                        return;
+                    }
+                    took = mapped.complete(value);
+                }
+                if (!took && e == null && Boolean.TRUE.equals(ok)) {
+                    attempt.releaseGranted(); // the caller gave up just before the grant reached it
+                }
+            });
             mapped.whenComplete((ok, e) -> {
-                if (e instanceof CancellationException) {
-                    abandon();
+                if (!result.isDone()) {
+                    result.cancel(false); // the caller gave up first: abandon (see the constructor)
                 }
             });
             return mapped;
@@ -246,16 +264,6 @@ final class AcquireEngine {
         /** Completes when the acquisition's clean-up commands have all been answered (for tests). */
         CompletableFuture<Void> finished() {
             return finished;
-        }
-
-        /**
-         * For a caller that no longer wants the outcome (its own future was cancelled): cancels
-         * the acquisition, or, if it had already been granted, gives the grant back.
-         */
-        void abandon() {
-            if (!result.cancel(false) && !result.isCompletedExceptionally() && Boolean.TRUE.equals(result.getNow(false))) {
-                attempt.releaseGranted();
-            }
         }
 
         /** Abandons the acquisition; whatever it had obtained is given back. */
@@ -300,6 +308,7 @@ final class AcquireEngine {
             } catch (RuntimeException | Error e) {
                 log.error("{}: unexpected failure in the wait loop", attempt.description(), e);
                 if (!result.isDone()) {
+                    ending = true;
                     result.completeExceptionally(e);
                     settled.complete(null);
                 }
@@ -422,6 +431,7 @@ final class AcquireEngine {
         }
 
         private void finish(boolean acquired, Throwable error) {
+            ending = true;
             boolean granted = error == null && acquired;
             // Clean-up is dispatched first, so it reaches Redis ahead of the caller's next command.
             if (!granted) {

@@ -59,8 +59,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * threads each) and, on the kinds whose layout Redisson shares, a Redisson 4.7 client (2 threads)
  * use one synchronizer every way a user can: blocking waits with and without a lease, waits of
  * 0-5 ms (a request handler's) and of 10-200 ms, no wait at all, async calls with owner ids whose
- * future is cancelled after 0-3 ms, interrupts after 0-3 ms, re-entry, handles, updateLease and,
- * rarely, forceUnlock; holds of 0-3 ms with a counter in Redis read and written inside exclusive
+ * future is given up after 0-3 ms (cancel, orTimeout, completeOnTimeout), interrupts after
+ * 0-3 ms, re-entry, handles, updateLease and, rarely, forceUnlock; holds of 0-3 ms with a counter in Redis read and written inside exclusive
  * holds. {@link History} judges every storm: never two holders of an exclusive kind (or a writer
  * beside a reader), never more permits held than the semaphore has, no lost counter update, no
  * release of a reported hold that throws, no call past its documented bound, no exception on a
@@ -471,11 +471,9 @@ class InterleavingFuzzTest {
                         w.bound(what, t0, Bounds.failure(COMMAND_TIMEOUT, Duration.ofMillis(wait)).toNanos());
                     }
                     case 2 -> {
-                        what = "awaitAsync() cancelled";
+                        what = "awaitAsync() given up";
                         CompletableFuture<Void> f = w.baton.countDownLatch(name).awaitAsync().toCompletableFuture();
-                        w.pause(3000);
-                        cancels.incrementAndGet();
-                        opened = !f.cancel(true) && !f.isCompletedExceptionally();
+                        opened = w.givenUp(f);
                     }
                     case 3 -> {
                         what = "await()";
@@ -662,13 +660,11 @@ class InterleavingFuzzTest {
                             held(op == 6 ? "lockInterruptibly()" : "tryLock(interrupted)", lock, mode, null, lock::unlock);
                         }
                     }
-                    case 8 -> { // lockAsync(owner), cancelled after 0-3 ms
+                    case 8 -> { // lockAsync(owner), given up after 0-3 ms: cancelled, orTimeout, completeOnTimeout
                         CompletableFuture<?> f = lock instanceof BatonFencedLock fenced && rnd.nextBoolean()
                                 ? fenced.lockAndGetTokenAsync(ownerId).toCompletableFuture()
                                 : lock.lockAsync(ownerId).toCompletableFuture();
-                        pause(3000);
-                        cancels.incrementAndGet();
-                        if (!f.cancel(true) && !f.isCompletedExceptionally()) {
+                        if (givenUp(f)) {
                             heldAsync("lockAsync(owner)", lock, mode);
                         }
                     }
@@ -705,6 +701,32 @@ class InterleavingFuzzTest {
                         LockHold handle = lock.acquire(LEASE_MS, TimeUnit.MILLISECONDS);
                         held("acquire(lease)", lock, mode, null, handle::close);
                     }
+                }
+            }
+
+            /**
+             * Gives up on an async acquisition after 0-3 ms the ways users do: cancel, orTimeout,
+             * completeOnTimeout. Whether it had been granted first (then the caller holds it).
+             */
+            boolean givenUp(CompletableFuture<?> f) throws InterruptedException {
+                cancels.incrementAndGet();
+                int how = rnd.nextInt(3);
+                if (how == 0) {
+                    pause(3000);
+                    return !f.cancel(true) && !f.isCompletedExceptionally();
+                }
+                int micros = rnd.nextInt(3001);
+                @SuppressWarnings("unchecked")
+                CompletableFuture<Object> any = (CompletableFuture<Object>) f;
+                CompletableFuture<Object> bounded = how == 1 ? any.orTimeout(micros, TimeUnit.MICROSECONDS)
+                        : any.completeOnTimeout(GAVE_UP, micros, TimeUnit.MICROSECONDS);
+                try {
+                    return bounded.get() != GAVE_UP;
+                } catch (ExecutionException timedOut) {
+                    if (!(timedOut.getCause() instanceof TimeoutException)) {
+                        history.failed("an async acquisition", timedOut.getCause());
+                    }
+                    return false;
                 }
             }
 
@@ -820,9 +842,7 @@ class InterleavingFuzzTest {
                     }
                     case 4 -> {
                         CompletableFuture<Void> f = s.acquireAsync(k).toCompletableFuture();
-                        pause(3000);
-                        cancels.incrementAndGet();
-                        if (!f.cancel(true) && !f.isCompletedExceptionally()) {
+                        if (givenUp(f)) {
                             permitsHeld("acquireAsync(" + k + ")", k, () -> s.releaseAsync(k).toCompletableFuture().get());
                         }
                     }
@@ -916,9 +936,7 @@ class InterleavingFuzzTest {
                     case 4 -> {
                         CompletableFuture<Optional<String>> f = s.tryAcquireAsync(200, LEASE_MS, TimeUnit.MILLISECONDS)
                                 .toCompletableFuture();
-                        pause(3000);
-                        cancels.incrementAndGet();
-                        if (!f.cancel(true) && !f.isCompletedExceptionally() && f.get().isPresent()) {
+                        if (givenUp(f) && f.get().isPresent()) {
                             String id = f.get().get();
                             permitsHeld("tryAcquireAsync", 1, () -> s.release(id));
                         }
@@ -983,6 +1001,9 @@ class InterleavingFuzzTest {
             }
         }
     }
+
+    /** What completeOnTimeout puts in a future the caller gave up on. */
+    private static final Object GAVE_UP = new Object();
 
     @FunctionalInterface
     interface ThrowingRunnable {
