@@ -48,9 +48,10 @@ import java.util.concurrent.locks.Lock;
  * <h2>Asynchronous methods</h2>
  * Each {@code *Async} method returns a {@link CompletionStage} whose
  * {@code toCompletableFuture()} is Baton's own future, not a copy: a timed
- * {@code get(timeout, unit)} waits on the operation itself, and {@code cancel} on an
- * acquisition abandons the wait and leaves nothing held. Completing that future by hand is not
- * supported. (Why stages and not {@code CompletableFuture}: docs/adr/0005.)
+ * {@code get(timeout, unit)} waits on the operation itself. Completing an acquisition's future
+ * before it ends, in any way ({@code cancel}, {@code orTimeout}, {@code completeOnTimeout},
+ * {@code complete}), abandons the wait: it leaves nothing held, and a grant that raced the
+ * completion is given back. (Why stages and not {@code CompletableFuture}: docs/adr/0005.)
  *
  * <h2>Memory consistency</h2>
  * Actions before {@link #unlock()} in one process happen-before actions after a later
@@ -250,8 +251,8 @@ public interface BatonLock extends Lock {
 
     /**
      * Acquires the lock for {@code ownerId} (watchdog mode), waiting as long as it takes.
-     * Cancelling the returned stage's {@code toCompletableFuture()} abandons the wait and
-     * leaves nothing held.
+     * Cancelling the returned stage's {@code toCompletableFuture()}, or bounding it with
+     * {@code orTimeout} / {@code completeOnTimeout}, abandons the wait and leaves nothing held.
      */
     CompletionStage<Void> lockAsync(long ownerId);
 

@@ -156,7 +156,11 @@ public interface BatonSemaphore {
     /** Asynchronous {@link #waiterCount()}. */
     CompletionStage<Long> waiterCountAsync();
 
-    /** Asynchronous {@link #acquire(int)}; cancelling the stage abandons the wait. */
+    /**
+     * Asynchronous {@link #acquire(int)}; cancelling the stage's {@code toCompletableFuture()}, or
+     * completing it first in any other way ({@code orTimeout}, {@code completeOnTimeout}),
+     * abandons the wait, and permits granted meanwhile are given back.
+     */
     CompletionStage<Void> acquireAsync(int permits);
 
     /** Asynchronous {@link #tryAcquire(int, long, TimeUnit)}. */

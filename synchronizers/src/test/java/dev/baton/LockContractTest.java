@@ -86,6 +86,24 @@ abstract class LockContractTest extends TwoClientsTest {
         assertThrows(IllegalMonitorStateException.class, lock::unlock, "and nothing is held after it");
         assertTrue(threads.submit(() -> lock(b, "re-entered").tryLock(5, TimeUnit.SECONDS)).get(10, TimeUnit.SECONDS),
                 "the lock is free for others");
+
+        // The same while the other client still holds it: the re-entry is refused, which for an
+        // owner that holds can only mean its holds are gone. It fails at once, instead of
+        // waiting (and, on the fair lock, being handed a fresh hold it takes for its old one).
+        BatonLock again = lock(a, "re-entered-2");
+        again.lock();
+        assertTrue(lock(b, "re-entered-2").forceUnlock());
+        Future<?> other = threads.submit(() -> {
+            lock(b, "re-entered-2").lock(); // held by b's pool thread until the end of the test
+            return null;
+        });
+        other.get(10, TimeUnit.SECONDS);
+        long started = System.nanoTime();
+        assertThrows(LeaseLostException.class, () -> again.tryLock(5, TimeUnit.SECONDS));
+        assertTrue(System.nanoTime() - started < Bounds.failure(Duration.ofSeconds(2)).toNanos(),
+                "refused at once, not after waiting");
+        assertFalse(again.isHeldByCurrentThread());
+        assertThrows(LeaseLostException.class, again::unlock);
     }
 
     /**

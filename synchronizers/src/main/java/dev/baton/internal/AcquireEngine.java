@@ -181,6 +181,8 @@ final class AcquireEngine {
         private volatile boolean cancelled;
         /** Set as the engine starts to deliver the outcome: a completion of the result before it is the caller's. */
         private volatile boolean ending;
+        /** The future the caller was given, when it is derived from {@link #result} (resultAs). */
+        private volatile CompletableFuture<?> derived;
         private volatile PubSubService.Subscription subscription;
         private volatile CompletableFuture<Void> parked;
         private volatile CompletableFuture<?> cleanup = DONE;
@@ -205,6 +207,16 @@ final class AcquireEngine {
             });
         }
 
+        /**
+         * Whether the caller has given up on this acquisition, or it has ended: its result or the
+         * future derived from it is complete (a cancel, timeout or completion by hand shows here
+         * at once, before any callback has run).
+         */
+        boolean givenUp() {
+            CompletableFuture<?> d = derived;
+            return result.isDone() || (d != null && d.isDone());
+        }
+
         /** Completes with whether the synchronizer was acquired (false: the wait time ran out). */
         CompletableFuture<Boolean> result() {
             return result;
@@ -226,6 +238,7 @@ final class AcquireEngine {
          */
         <T> CompletableFuture<T> resultAs(java.util.function.Function<Boolean, T> map) {
             CompletableFuture<T> mapped = new CompletableFuture<>();
+            derived = mapped;
             result.whenComplete((ok, e) -> {
                 boolean took;
                 if (e != null) {

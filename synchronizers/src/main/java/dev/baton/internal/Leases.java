@@ -34,10 +34,10 @@ final class Leases {
 
     private final ConcurrentHashMap<Key, Lease> live = new ConcurrentHashMap<>();
     /**
-     * Acquisitions by an owner that were cancelled while an attempt of theirs may still be in
-     * flight, until their clean-up (the give-back of a late grant, the undo) is dispatched.
+     * Each owner's acquisitions of each lock that have not settled yet (their clean-up not yet
+     * dispatched), registered when they start; see {@link #acquiring}.
      */
-    private final ConcurrentHashMap<Key, CompletableFuture<Void>> cancelled = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Key, java.util.Set<AcquireEngine.Acquisition>> acquiring = new ConcurrentHashMap<>();
     private final Cache<Key, LostHolds> lost = Caffeine.newBuilder()
             .expireAfterWrite(LOST_MEMORY)
             .maximumSize(10_000)
@@ -108,24 +108,41 @@ final class Leases {
     }
 
     /**
-     * An acquisition of {@code key} by {@code owner} was cancelled; {@code settled} completes
-     * when its clean-up has been dispatched. Until then a new acquisition by the same owner waits
-     * ({@link #cancelledBefore}), so a give-back of the old one's late grant reaches Redis first
-     * and can never undo the new hold.
+     * A new acquisition of {@code key} by {@code owner} starts: returns what its first attempt
+     * must wait for (or {@code null}), then registers it via {@code start}. An earlier
+     * acquisition of the same owner and lock that the caller has given up on (its future
+     * completed by a cancel, a timeout, by hand, or an interrupt) may still have an attempt in
+     * flight whose grant it will give back by owner id; the new one waits until that clean-up is
+     * on the wire (the old one has settled: at most one command timeout), so the give-back
+     * reaches Redis first and can never undo the new hold. Acquisitions still running are not
+     * waited for: an owner may wait for a lock twice at once, as before.
+     *
+     * <p>The earlier acquisition counts as given up as soon as its future is completed, before
+     * any callback has run, so a caller that retries from a callback of the old future (which
+     * runs before the engine's own) is ordered all the same.
      */
-    void cancelled(String key, String owner, CompletableFuture<Void> settled) {
-        if (settled.isDone()) {
-            return;
-        }
+    AcquireEngine.Acquisition acquiring(String key, String owner,
+                                        java.util.function.Function<CompletableFuture<?>, AcquireEngine.Acquisition> start) {
         Key k = new Key(key, owner);
-        cancelled.merge(k, settled, (a, b) -> CompletableFuture.allOf(a, b));
-        settled.whenComplete((ok, e) -> cancelled.computeIfPresent(k, (kk, f) -> f.isDone() ? null : f));
-    }
-
-    /** What a new acquisition by {@code owner} must wait for first (see {@link #cancelled}), or {@code null}. */
-    CompletableFuture<Void> cancelledBefore(String key, String owner) {
-        CompletableFuture<Void> pending = cancelled.get(new Key(key, owner));
-        return pending == null || pending.isDone() ? null : pending;
+        java.util.Set<AcquireEngine.Acquisition> running = acquiring.get(k);
+        List<CompletableFuture<Void>> before = new java.util.ArrayList<>();
+        if (running != null) {
+            for (AcquireEngine.Acquisition earlier : running) {
+                if (earlier.givenUp() && !earlier.settled().isDone()) {
+                    before.add(earlier.settled());
+                }
+            }
+        }
+        CompletableFuture<?> after = before.isEmpty() ? null : CompletableFuture.allOf(before.toArray(CompletableFuture[]::new));
+        AcquireEngine.Acquisition acquisition = start.apply(after);
+        if (!acquisition.settled().isDone()) {
+            acquiring.computeIfAbsent(k, x -> ConcurrentHashMap.newKeySet()).add(acquisition);
+            acquisition.settled().whenComplete((ok, e) -> acquiring.computeIfPresent(k, (x, set) -> {
+                set.remove(acquisition);
+                return set.isEmpty() ? null : set;
+            }));
+        }
+        return acquisition;
     }
 
     /** An owner-checked update gave a fixed lease {@code leaseMs} from now. */

@@ -259,20 +259,14 @@ class RedisLock implements BatonLock {
     AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
         services.checkOpen();
         String owner = owner(ownerId);
-        // An earlier acquisition by this owner that was cancelled may still have an attempt in
+        // An earlier acquisition by this owner that was given up may still have an attempt in
         // flight whose grant it will give back: start after that give-back is on the wire, so it
-        // reaches Redis first and can never undo this acquisition's hold (Leases.cancelled).
+        // reaches Redis first and can never undo this acquisition's hold (Leases.acquiring).
         // Keyed by the owner, not its field: a read lock's give-back must land before the same
         // owner's write acquisition too (which would otherwise be refused as an upgrade).
         String ordered = Names.owner(services.clientId(), ownerId);
-        AcquireEngine.Acquisition acquisition = services.engine().acquire(new LockAttempt(owner, lease, waitNanos != 0),
-                recipe.channel(), recipe.wakeRule(), waitNanos, services.leases().cancelledBefore(name, ordered));
-        acquisition.result().whenComplete((ok, e) -> {
-            if (e instanceof java.util.concurrent.CancellationException) {
-                services.leases().cancelled(name, ordered, acquisition.settled());
-            }
-        });
-        return acquisition;
+        return services.leases().acquiring(name, ordered, after -> services.engine().acquire(
+                new LockAttempt(owner, lease, waitNanos != 0), recipe.channel(), recipe.wakeRule(), waitNanos, after));
     }
 
     /** One acquisition's attempts; remembers the hold count it last asked with. */
@@ -326,7 +320,7 @@ class RedisLock implements BatonLock {
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
-                if (grant.granted() && heldBefore > 0 && grant.holds() <= heldBefore) {
+                if (grant.granted() && reEntry() && grant.holds() <= heldBefore) {
                     throw reEnteredAfterLoss(grant.holds());
                 }
                 if (grant.granted()) {
@@ -335,17 +329,32 @@ class RedisLock implements BatonLock {
                     held.token = grant.token();
                     return AcquireEngine.Outcome.GRANTED;
                 }
+                if (reEntry()) {
+                    // Redis lets an owner that holds the lock re-enter at once, every kind: a
+                    // refusal means the owner's holds are gone (and somebody else holds it now).
+                    throw reEnteredAfterLoss(0);
+                }
                 waiting.refused(grant);
                 return new AcquireEngine.Outcome(false, grant.retryAfterMs());
             });
         }
 
         /**
+         * Whether this attempt is a re-entry of holds the owner has (not one whose last release
+         * is unconfirmed: that release may have landed, and the owner was told to call unlock).
+         */
+        private boolean reEntry() {
+            Lease held = services.leases().get(name, owner);
+            return heldBefore > 0 && !(held != null && held.releaseUnconfirmed);
+        }
+
+        /**
          * A re-entry found the owner's earlier holds gone from Redis (force-unlocked, deleted, or
-         * expired before the renewal or the loss report came) and was granted a first hold
-         * instead: the owner would go on as if it had held throughout, while another owner may
-         * have held the lock in between. The loss is reported (listener, WARN, the owner's next
-         * unlock), the fresh hold given back, and the re-entry fails with the loss.
+         * expired before the renewal or the loss report came): it was refused, or granted a first
+         * hold ({@code freshHolds}) instead. Either way the owner must not go on as if it had held
+         * throughout, while another owner may have held the lock in between. The loss is reported
+         * (listener, WARN, the owner's next unlock), a fresh hold is given back, and the re-entry
+         * fails with the loss.
          */
         private LeaseLostException reEnteredAfterLoss(int freshHolds) {
             String reason = "its lease was lost (the lock was deleted, force-unlocked or expired) before this re-entry";
@@ -353,9 +362,11 @@ class RedisLock implements BatonLock {
             if (old != null) {
                 services.leases().lost(old, reason);
             }
-            recipe.release(owner, freshHolds, lease.ms(), true).whenComplete((r, e) -> log.debug(
-                    "giving back the hold a re-entry of '{}' by {} got after its lease was lost: {}", name, owner,
-                    e == null ? "reply " + r.value() : e.toString()));
+            if (freshHolds > 0) {
+                recipe.release(owner, freshHolds, lease.ms(), true).whenComplete((r, e) -> log.debug(
+                        "giving back the hold a re-entry of '{}' by {} got after its lease was lost: {}", name, owner,
+                        e == null ? "reply " + r.value() : e.toString()));
+            }
             return leaseLost(owner, reason);
         }
 

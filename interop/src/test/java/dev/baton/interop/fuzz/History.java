@@ -45,6 +45,8 @@ public final class History {
         final long granted;
         final long token;
         volatile long released = Long.MAX_VALUE;
+        /** When the release returned: it ran in Redis before this. */
+        volatile long releaseReturned = Long.MAX_VALUE;
         volatile String releaseError;
 
         Hold(String client, String how, Mode mode, int weight, long asked, long granted, long token) {
@@ -86,7 +88,13 @@ public final class History {
 
     /** The hold's release was called at {@code calledNanos}; {@code error}: what it threw, or {@code null}. */
     public void released(Hold hold, long calledNanos, Throwable error) {
+        released(hold, calledNanos, calledNanos, error);
+    }
+
+    /** The hold's release was called at {@code calledNanos} and returned at {@code returnedNanos}. */
+    public void released(Hold hold, long calledNanos, long returnedNanos, Throwable error) {
         hold.released = calledNanos;
+        hold.releaseReturned = returnedNanos;
         if (error != null) {
             hold.releaseError = error.getClass().getSimpleName() + ": " + error.getMessage();
         }
@@ -228,9 +236,10 @@ public final class History {
         return false;
     }
 
+    /** Whether a force may have run while the hold was in Redis, its release included. */
     private static boolean forcedDuring(Hold h, List<Force> forced) {
         for (Force f : forced) {
-            if (h.asked <= f.end() && f.start() <= h.released) {
+            if (h.asked <= f.end() && f.start() <= h.releaseReturned) {
                 return true;
             }
         }

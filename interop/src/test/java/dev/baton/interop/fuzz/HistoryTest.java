@@ -112,6 +112,22 @@ class HistoryTest {
     }
 
     @Test
+    void aForceThatRanWhileTheReleaseWasOnItsWayExplainsTheReleaseThrowing() {
+        History h = new History();
+        History.Hold a = h.granted("a", "test", Mode.EXCLUSIVE, 1, 0, 1, 0);
+        h.released(a, 10, 14, new IllegalMonitorStateException("lease lost"));
+        h.force(12, 13);
+        hold(h, "b", Mode.EXCLUSIVE, 1, 20, 30, 0);
+        assertEquals(List.of(), h.judge(1, -1, 0, AB));
+        History late = new History();
+        History.Hold b = late.granted("a", "test", Mode.EXCLUSIVE, 1, 0, 1, 0);
+        late.released(b, 10, 14, new IllegalMonitorStateException("lease lost"));
+        late.force(15, 16);
+        hold(late, "b", Mode.EXCLUSIVE, 1, 20, 30, 0);
+        assertEquals(1, late.judge(1, -1, 0, AB).size(), "a force after the release returned explains nothing");
+    }
+
+    @Test
     void theVictimOfAForceMayBeTheHoldWhoseReplyCameLater() {
         // b was granted by Redis at 1, forced out at 2, a granted at 3; b's reply arrived at 5.
         History h = new History();

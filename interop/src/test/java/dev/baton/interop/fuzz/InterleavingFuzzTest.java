@@ -670,7 +670,18 @@ class InterleavingFuzzTest {
                     }
                     case 9 -> {
                         long wait = rnd.nextInt(6);
-                        boolean got = lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId).toCompletableFuture().get();
+                        CompletableFuture<Boolean> first = lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId).toCompletableFuture();
+                        if (rnd.nextBoolean()) {
+                            // Bounded by orTimeout and retried by the same owner from the timeout's
+                            // own callback, as a retry library does.
+                            long retryWait = rnd.nextInt(6);
+                            cancels.incrementAndGet();
+                            first = first.orTimeout(rnd.nextInt(3001), TimeUnit.MICROSECONDS).handle((ok, e) -> e == null
+                                    ? CompletableFuture.completedFuture(ok)
+                                    : lock.tryLockAsync(retryWait, TimeUnit.MILLISECONDS, ownerId).toCompletableFuture())
+                                    .thenCompose(f -> f);
+                        }
+                        boolean got = first.get();
                         bound("tryLockAsync(" + wait + " ms)", t0, Bounds.failure(COMMAND_TIMEOUT, Duration.ofMillis(wait)).toNanos());
                         if (got) {
                             heldAsync("tryLockAsync(owner)", lock, mode);
@@ -772,8 +783,9 @@ class InterleavingFuzzTest {
                 } catch (Throwable e) {
                     error = error != null ? error : e;
                 }
-                history.released(hold, r0, error);
-                bound("release", r0, Bounds.failure(COMMAND_TIMEOUT).toNanos());
+                long r1 = System.nanoTime();
+                history.released(hold, r0, r1, error);
+                history.call("release by " + client, r0, r1, Bounds.failure(COMMAND_TIMEOUT).toNanos());
             }
 
             void redissonLockStep(RLock lock, Mode mode) throws Exception {
