@@ -183,6 +183,19 @@ final class AcquireEngine {
         private volatile boolean ending;
         /** The future the caller was given, when it is derived from {@link #result} (resultAs). */
         private volatile CompletableFuture<?> derived;
+        /**
+         * Who completed the result, for {@link #givenUp}: {@code delivered} once the engine's own
+         * grant reached the caller; {@code deliverer} while the engine's thread delivers it, so a
+         * callback of that delivery (which runs inside it, before {@link #settled}) that starts
+         * the owner's next acquisition does not wait for this one (a blocking call there would
+         * wait for itself), while another thread that completed the result first (a timeout)
+         * counts as giving up. Likewise {@code propagated} and {@code propagator} for the derived
+         * future of {@link #resultAs}.
+         */
+        private volatile boolean delivered;
+        private volatile Thread deliverer;
+        private volatile boolean propagated;
+        private volatile Thread propagator;
         private volatile PubSubService.Subscription subscription;
         private volatile CompletableFuture<Void> parked;
         private volatile CompletableFuture<?> cleanup = DONE;
@@ -213,8 +226,12 @@ final class AcquireEngine {
          * at once, before any callback has run).
          */
         boolean givenUp() {
+            Thread current = Thread.currentThread();
+            if (result.isDone() && !delivered && deliverer != current) {
+                return true;
+            }
             CompletableFuture<?> d = derived;
-            return result.isDone() || (d != null && d.isDone());
+            return d != null && d.isDone() && !propagated && propagator != current;
         }
 
         /** Completes with whether the synchronizer was acquired (false: the wait time ran out). */
@@ -251,7 +268,10 @@ final class AcquireEngine {
                         mapped.completeExceptionally(failure);
                         return;
                     }
+                    propagator = Thread.currentThread();
                     took = mapped.complete(value);
+                    propagated = took; // false: the caller had completed it first
+                    propagator = null;
                 }
                 if (!took && e == null && Boolean.TRUE.equals(ok)) {
                     attempt.releaseGranted(); // the caller gave up just before the grant reached it
@@ -323,8 +343,8 @@ final class AcquireEngine {
                 if (!result.isDone()) {
                     ending = true;
                     result.completeExceptionally(e);
-                    settled.complete(null);
                 }
+                settled.complete(null);
             }
         }
 
@@ -460,7 +480,10 @@ final class AcquireEngine {
             observer.acquisitionEnded(attempt.kind(), attempt.name(), granted && result.isDone()
                     ? BatonObserver.Outcome.INTERRUPTED : Observer.outcome(granted, error), scheduler.nanoTime() - started,
                     observed);
+            deliverer = Thread.currentThread();
             boolean delivered = granted && result.complete(true);
+            this.delivered = delivered;
+            deliverer = null;
             if (granted && !delivered) {
                 // The caller cancelled the result future between our grant and now.
                 addCleanup(attempt.releaseGranted());

@@ -72,7 +72,8 @@ final class Leases {
     /** How many holds the owner has on {@code key} as far as this client knows. */
     int holds(String key, String owner) {
         Lease lease = get(key, owner);
-        return lease == null ? 0 : lease.holds;
+        // A fixed lease that ran out is held no more, purged or not yet.
+        return lease == null || ranOut(lease, scheduler.nanoTime()) ? 0 : lease.holds;
     }
 
     /** Records a grant that leaves the owner with {@code holds} holds, renewed in the given way. */
@@ -129,6 +130,9 @@ final class Leases {
         if (running != null) {
             for (AcquireEngine.Acquisition earlier : running) {
                 if (earlier.givenUp() && !earlier.settled().isDone()) {
+                    // Stop it now rather than when its own callback comes (after the caller's,
+                    // which may be this very call): it settles as soon as no attempt is in flight.
+                    earlier.cancel();
                     before.add(earlier.settled());
                 }
             }
@@ -136,7 +140,11 @@ final class Leases {
         CompletableFuture<?> after = before.isEmpty() ? null : CompletableFuture.allOf(before.toArray(CompletableFuture[]::new));
         AcquireEngine.Acquisition acquisition = start.apply(after);
         if (!acquisition.settled().isDone()) {
-            acquiring.computeIfAbsent(k, x -> ConcurrentHashMap.newKeySet()).add(acquisition);
+            acquiring.compute(k, (x, set) -> {
+                java.util.Set<AcquireEngine.Acquisition> s = set == null ? ConcurrentHashMap.newKeySet() : set;
+                s.add(acquisition);
+                return s;
+            });
             acquisition.settled().whenComplete((ok, e) -> acquiring.computeIfPresent(k, (x, set) -> {
                 set.remove(acquisition);
                 return set.isEmpty() ? null : set;

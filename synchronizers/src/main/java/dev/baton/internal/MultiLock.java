@@ -27,7 +27,11 @@ final class MultiLock implements BatonMultiLock {
 
     /** One lock-taking step for the lock at an index; completes false when refused (time ran out). */
     private interface Step {
-        CompletionStage<Boolean> take(BatonLock lock);
+        /**
+         * Starts taking one lock: the lock's own future (so cancelling it abandons that lock's
+         * wait); completed normally with {@code null} or {@code true} it was granted.
+         */
+        CompletionStage<?> take(BatonLock lock);
     }
 
     /** What an interrupted wait may take to give back what it took, at most. */
@@ -74,13 +78,13 @@ final class MultiLock implements BatonMultiLock {
     public void lock(long leaseTime, TimeUnit unit) {
         Args.leaseMs(leaseTime, unit);
         long owner = Names.threadOwner();
-        Blocking.join(new Sequence(owner, l -> l.lockAsync(leaseTime, unit, owner).thenApply(ok -> true)).start());
+        Blocking.join(new Sequence(owner, l -> l.lockAsync(leaseTime, unit, owner)).start());
     }
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
         long owner = Names.threadOwner();
-        await(new Sequence(owner, l -> l.lockAsync(owner).thenApply(ok -> true)));
+        await(new Sequence(owner, l -> l.lockAsync(owner)));
     }
 
     @Override
@@ -109,7 +113,7 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        return new Sequence(ownerId, l -> l.lockAsync(ownerId).thenApply(ok -> true)).start().thenApply(ok -> null);
+        return new Sequence(ownerId, l -> l.lockAsync(ownerId)).start().thenApply(ok -> null);
     }
 
     @Override
@@ -174,7 +178,7 @@ final class MultiLock implements BatonMultiLock {
         private final CompletableFuture<Boolean> result = new CompletableFuture<>();
         /** Completes when a sequence that did not finish has given back every lock it took. */
         final CompletableFuture<Void> givenBack = new CompletableFuture<>();
-        private volatile CompletableFuture<Boolean> current;
+        private volatile CompletableFuture<?> current;
         private volatile boolean cancelled;
 
         Sequence(long ownerId, Step step) {
@@ -183,7 +187,7 @@ final class MultiLock implements BatonMultiLock {
             result.whenComplete((ok, e) -> {
                 if (e instanceof java.util.concurrent.CancellationException) {
                     cancelled = true;
-                    CompletableFuture<Boolean> c = current;
+                    CompletableFuture<?> c = current;
                     if (c != null) {
                         c.cancel(false);
                     }
@@ -203,7 +207,7 @@ final class MultiLock implements BatonMultiLock {
                 }
                 return;
             }
-            CompletableFuture<Boolean> taking;
+            CompletableFuture<?> taking;
             try {
                 taking = step.take(locks.get(index)).toCompletableFuture();
             } catch (RuntimeException e) {
@@ -214,13 +218,14 @@ final class MultiLock implements BatonMultiLock {
             if (cancelled) {
                 taking.cancel(false);
             }
-            taking.whenComplete((got, error) -> {
-                if (error == null && got && !cancelled) {
+            taking.whenComplete((value, error) -> {
+                boolean got = error == null && (value == null || Boolean.TRUE.equals(value));
+                if (got && !cancelled) {
                     next(index + 1);
                     return;
                 }
                 // A lock granted just as the wait was cancelled is held: give it back too.
-                int last = error == null && got ? index : index - 1;
+                int last = got ? index : index - 1;
                 giveBack(last, error == null || error instanceof java.util.concurrent.CancellationException
                         ? null : Failures.unwrap(error));
             });

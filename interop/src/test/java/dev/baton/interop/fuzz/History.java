@@ -74,6 +74,9 @@ public final class History {
     }
 
     private final ConcurrentLinkedQueue<Hold> holds = new ConcurrentLinkedQueue<>();
+    /** Each worker's recent steps (what it called, when, how it ended), for the report of a violation. */
+    private final java.util.concurrent.ConcurrentHashMap<String, java.util.ArrayDeque<String>> traces =
+            new java.util.concurrent.ConcurrentHashMap<>();
     private final ConcurrentLinkedQueue<Force> forces = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<Call> lateCalls = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<String> violations = new ConcurrentLinkedQueue<>();
@@ -83,6 +86,10 @@ public final class History {
     public Hold granted(String client, String how, Mode mode, int weight, long askedNanos, long grantedNanos, long token) {
         Hold hold = new Hold(client, how, mode, weight, askedNanos, grantedNanos, token);
         holds.add(hold);
+        int at = how.lastIndexOf(" @");
+        if (at >= 0) {
+            trace(how.substring(at + 2), grantedNanos, "granted " + how.substring(0, at) + " asked at " + askedNanos);
+        }
         return hold;
     }
 
@@ -110,6 +117,50 @@ public final class History {
         if (endNanos - startNanos > boundNanos) {
             lateCalls.add(new Call(what, startNanos, endNanos, boundNanos));
         }
+    }
+
+    /** Notes a step of {@code worker} at {@code nanos}, kept among its last 24 for a violation's report. */
+    public void trace(String worker, long nanos, String step) {
+        java.util.ArrayDeque<String> q = traces.computeIfAbsent(worker, w -> new java.util.ArrayDeque<>());
+        synchronized (q) {
+            q.addLast(nanos + " " + step);
+            if (q.size() > 24) {
+                q.removeFirst();
+            }
+        }
+    }
+
+    /** The recent steps of {@code worker}, for a report. */
+    public String steps(String worker) {
+        java.util.ArrayDeque<String> q = traces.get(worker);
+        if (q == null) {
+            return "none";
+        }
+        synchronized (q) {
+            return String.join(" | ", q);
+        }
+    }
+
+    private String tracesOf(Hold a, Hold b, List<Force> forced) {
+        StringBuilder out = new StringBuilder();
+        for (Hold h : List.of(a, b)) {
+            int at = h.how.lastIndexOf(" @");
+            String worker = at < 0 ? null : h.how.substring(at + 2);
+            java.util.ArrayDeque<String> q = worker == null ? null : traces.get(worker);
+            if (q != null) {
+                synchronized (q) {
+                    out.append("\n    steps of ").append(worker).append(": ").append(String.join(" | ", q));
+                }
+            }
+        }
+        long from = Math.min(a.asked, b.asked) - 50_000_000L;
+        long to = Math.max(a.granted, b.granted) + 50_000_000L;
+        for (Force f : forced) {
+            if (f.end() >= from && f.start() <= to) {
+                out.append("\n    forceUnlock [").append(f.start()).append(", ").append(f.end()).append("]");
+            }
+        }
+        return out.toString();
     }
 
     /** A call failed in a way no promise allows (an exception on a healthy Redis, say). */
@@ -172,7 +223,7 @@ public final class History {
                 if (excusedByForce(a, b, forced)) {
                     excused++;
                 } else {
-                    found.add("two holders at once: " + a + " and " + b);
+                    found.add("two holders at once: " + a + " and " + b + tracesOf(a, b, forced));
                 }
             }
             open.add(b);

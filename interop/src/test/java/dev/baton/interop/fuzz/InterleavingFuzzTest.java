@@ -530,6 +530,8 @@ class InterleavingFuzzTest {
             final long ownerId;
             /** When the current operation's acquisition was called. */
             long asked;
+            /** This worker in a hold's description and the traces: " @<client>/<index>/t<thread>". */
+            String tag = "";
 
             Worker(String client, Baton baton, RedissonClient redisson, Random rnd, int index) {
                 this.client = client;
@@ -541,6 +543,7 @@ class InterleavingFuzzTest {
             }
 
             Object loop() {
+                tag = " @" + client + "/" + (ownerId - 7_000_000_000L) + "/t" + Thread.currentThread().getId();
                 while (System.nanoTime() - endNanos < 0) {
                     operations.incrementAndGet();
                     try {
@@ -562,7 +565,8 @@ class InterleavingFuzzTest {
                             default -> throw new IllegalArgumentException(kind);
                         }
                     } catch (Throwable e) {
-                        history.failed(kind + " operation by " + client, e);
+                        history.failed(kind + " operation by " + client + tag + " (its last steps: "
+                                + history.steps(tag.substring(2)) + ")", e);
                     }
                     Thread.interrupted(); // an interrupt meant for an operation that had already ended
                 }
@@ -570,7 +574,13 @@ class InterleavingFuzzTest {
             }
 
             void bound(String what, long startNanos, long boundNanos) {
-                history.call(what + " by " + client, startNanos, System.nanoTime(), boundNanos);
+                long now = System.nanoTime();
+                history.call(what + " by " + client, startNanos, now, boundNanos);
+                trace(startNanos, what + " took " + (now - startNanos) / 1000 + " us");
+            }
+
+            void trace(long nanos, String step) {
+                history.trace(tag.substring(2), nanos, step);
             }
 
             /** Parks 0 to {@code maxMicros} µs. */
@@ -601,6 +611,7 @@ class InterleavingFuzzTest {
                     long f0 = System.nanoTime();
                     lock.forceUnlock();
                     history.force(f0, System.nanoTime());
+                    trace(f0, "forceUnlock");
                     forces.incrementAndGet();
                     return;
                 }
@@ -652,6 +663,9 @@ class InterleavingFuzzTest {
                         } finally {
                             interrupter.disarm();
                         }
+                        trace(t0, (op == 6 ? "lockInterruptibly()" : "tryLock(" + wait + " ms)") + " with an interrupt after "
+                                + interrupter.micros + " us: " + (got ? "granted" : "not granted") + " after "
+                                + (System.nanoTime() - t0) / 1000 + " us");
                         if (op == 7) {
                             bound("tryLock(" + wait + " ms) interrupted", t0,
                                     Bounds.failure(COMMAND_TIMEOUT, Duration.ofMillis(wait)).toNanos());
@@ -691,7 +705,7 @@ class InterleavingFuzzTest {
                         if (lock instanceof BatonFencedLock fenced) {
                             OptionalLong token = fenced.tryLockAndGetToken(rnd.nextInt(6), LEASE_MS, TimeUnit.MILLISECONDS);
                             if (token.isPresent()) {
-                                History.Hold hold = history.granted(client, "tryLockAndGetToken", mode, 1, asked, System.nanoTime(),
+                                History.Hold hold = history.granted(client, "tryLockAndGetToken" + tag, mode, 1, asked, System.nanoTime(),
                                         token.getAsLong());
                                 inside(mode);
                                 release(hold, lock::unlock);
@@ -704,7 +718,7 @@ class InterleavingFuzzTest {
                     default -> {
                         if (lock instanceof BatonFencedLock fenced) {
                             long token = fenced.lockAndGetToken();
-                            History.Hold hold = history.granted(client, "lockAndGetToken", mode, 1, asked, System.nanoTime(), token);
+                            History.Hold hold = history.granted(client, "lockAndGetToken" + tag, mode, 1, asked, System.nanoTime(), token);
                             inside(mode);
                             release(hold, lock::unlock);
                             return;
@@ -720,6 +734,12 @@ class InterleavingFuzzTest {
              * completeOnTimeout. Whether it had been granted first (then the caller holds it).
              */
             boolean givenUp(CompletableFuture<?> f) throws InterruptedException {
+                boolean got = givenUpWithoutTrace(f);
+                trace(asked, "async acquisition given up: " + (got ? "had been granted" : "not granted"));
+                return got;
+            }
+
+            boolean givenUpWithoutTrace(CompletableFuture<?> f) throws InterruptedException {
                 cancels.incrementAndGet();
                 int how = rnd.nextInt(3);
                 if (how == 0) {
@@ -749,7 +769,7 @@ class InterleavingFuzzTest {
             /** Records a hold of the current thread, runs {@code during} and the section, then releases. */
             void held(String how, BatonLock lock, Mode mode, ThrowingRunnable during, ThrowingRunnable release) throws Exception {
                 long token = lock instanceof BatonFencedLock fenced ? fenced.getToken() : 0;
-                History.Hold hold = history.granted(client, how, mode, 1, asked, System.nanoTime(), token);
+                History.Hold hold = history.granted(client, how + tag, mode, 1, asked, System.nanoTime(), token);
                 Throwable told = null;
                 try {
                     if (during != null) {
@@ -763,7 +783,7 @@ class InterleavingFuzzTest {
             }
 
             void heldAsync(String how, BatonLock lock, Mode mode) {
-                History.Hold hold = history.granted(client, how, mode, 1, asked, System.nanoTime(), 0);
+                History.Hold hold = history.granted(client, how + tag, mode, 1, asked, System.nanoTime(), 0);
                 inside(mode);
                 release(hold, () -> lock.unlockAsync(ownerId).toCompletableFuture().get());
             }
@@ -785,6 +805,8 @@ class InterleavingFuzzTest {
                 }
                 long r1 = System.nanoTime();
                 history.released(hold, r0, r1, error);
+                trace(r0, "release of " + hold.how.split(" @")[0] + " took " + (r1 - r0) / 1000 + " us"
+                        + (error == null ? "" : " threw " + error.getClass().getSimpleName()));
                 history.call("release by " + client, r0, r1, Bounds.failure(COMMAND_TIMEOUT).toNanos());
             }
 
@@ -812,7 +834,7 @@ class InterleavingFuzzTest {
             }
 
             void redissonHeld(String how, RLock lock, Mode mode) {
-                History.Hold hold = history.granted(client, how, mode, 1, asked, System.nanoTime(), 0);
+                History.Hold hold = history.granted(client, how + tag, mode, 1, asked, System.nanoTime(), 0);
                 inside(mode);
                 release(hold, lock::unlock);
             }
@@ -903,7 +925,7 @@ class InterleavingFuzzTest {
             }
 
             void permitsHeld(String how, int k, ThrowingRunnable release) {
-                History.Hold hold = history.granted(client, how, Mode.PERMITS, k, asked, System.nanoTime(), 0);
+                History.Hold hold = history.granted(client, how + tag, Mode.PERMITS, k, asked, System.nanoTime(), 0);
                 pause(3000);
                 release(hold, release);
             }
@@ -991,8 +1013,10 @@ class InterleavingFuzzTest {
             private final Thread target = Thread.currentThread();
             private final ScheduledFuture<?> timer;
             private boolean done;
+            final int micros;
 
             Interrupter(int micros) {
+                this.micros = micros;
                 timer = timers.schedule(this::fire, micros, TimeUnit.MICROSECONDS);
             }
 
