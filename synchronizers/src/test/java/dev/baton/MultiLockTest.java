@@ -47,6 +47,34 @@ class MultiLockTest {
         masters.close();
     }
 
+    /**
+     * A multi-lock wait bounded by orTimeout, or completed by hand, is abandoned: when the
+     * member it waited for is freed, none of the members is taken for nobody (they were, and
+     * renewed, until the client closed).
+     */
+    @Test
+    void aWaitWhoseFutureTheCallerCompletesHoldsNoneOfItsLocks() throws Exception {
+        assertTrue(threads.submit(() -> b2.lock("queue-b").tryLock()).get());
+        BatonMultiLock multi = Baton.multiLock(a1.lock("queue-a"), a2.lock("queue-b"));
+        java.util.concurrent.CompletableFuture<Void> timed = multi.lockAsync(9_000_000_011L).toCompletableFuture()
+                .orTimeout(200, TimeUnit.MILLISECONDS);
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> timed.get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof java.util.concurrent.TimeoutException, e.toString());
+        java.util.concurrent.CompletableFuture<Boolean> byHand = multi.tryLockAsync(30, -1, TimeUnit.SECONDS, 9_000_000_012L)
+                .toCompletableFuture();
+        assertTrue(byHand.complete(false), "still waiting");
+        assertTrue(threads.submit(() -> {
+            b2.lock("queue-b").unlock();
+            return true;
+        }).get());
+        // Nothing to wait for but the absence of a grant: watch for the wake-up bound.
+        Thread.sleep(dev.baton.testkit.Bounds.within(dev.baton.testkit.Bounds.WAKE).toMillis());
+        assertEquals(0, a1.leasesHeld() + a2.leasesHeld(), "a member lock was taken for nobody");
+        assertFalse(a1.lock("queue-a").isLocked());
+        assertFalse(a2.lock("queue-b").isLocked());
+    }
+
     @Test
     void anInterruptedWaitGivesBackWhatItTookBeforeItThrows() throws Exception {
         assertTrue(threads.submit(() -> b2.lock("queue-b").tryLock()).get());

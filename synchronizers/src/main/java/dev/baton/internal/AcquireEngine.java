@@ -227,11 +227,14 @@ final class AcquireEngine {
          */
         boolean givenUp() {
             Thread current = Thread.currentThread();
-            if (result.isDone() && !delivered && deliverer != current) {
+            // The engine completes the result with a grant (true) before it settles; every other
+            // outcome it gives after settling. So a result that failed (cancel, timeout) was
+            // given up whoever runs this, and a grant only when another thread made it.
+            if (result.isDone() && (result.isCompletedExceptionally() || !(delivered || deliverer == current))) {
                 return true;
             }
             CompletableFuture<?> d = derived;
-            return d != null && d.isDone() && !propagated && propagator != current;
+            return d != null && d.isDone() && (d.isCompletedExceptionally() || !(propagated || propagator == current));
         }
 
         /** Completes with whether the synchronizer was acquired (false: the wait time ran out). */
@@ -268,10 +271,16 @@ final class AcquireEngine {
                         mapped.completeExceptionally(failure);
                         return;
                     }
-                    propagator = Thread.currentThread();
-                    took = mapped.complete(value);
-                    propagated = took; // false: the caller had completed it first
-                    propagator = null;
+                    // Not completed already by the caller: only then may this thread run the
+                    // caller's callbacks as the propagation's (a lost complete runs them too).
+                    if (mapped.isDone()) {
+                        took = false;
+                    } else {
+                        propagator = Thread.currentThread();
+                        took = mapped.complete(value);
+                        propagated = took;
+                        propagator = null;
+                    }
                 }
                 if (!took && e == null && Boolean.TRUE.equals(ok)) {
                     attempt.releaseGranted(); // the caller gave up just before the grant reached it
@@ -340,11 +349,11 @@ final class AcquireEngine {
                 next.run();
             } catch (RuntimeException | Error e) {
                 log.error("{}: unexpected failure in the wait loop", attempt.description(), e);
+                settled.complete(null); // first: a retry from the failure's callback waits for it
                 if (!result.isDone()) {
                     ending = true;
                     result.completeExceptionally(e);
                 }
-                settled.complete(null);
             }
         }
 
@@ -480,10 +489,15 @@ final class AcquireEngine {
             observer.acquisitionEnded(attempt.kind(), attempt.name(), granted && result.isDone()
                     ? BatonObserver.Outcome.INTERRUPTED : Observer.outcome(granted, error), scheduler.nanoTime() - started,
                     observed);
-            deliverer = Thread.currentThread();
-            boolean delivered = granted && result.complete(true);
-            this.delivered = delivered;
-            deliverer = null;
+            boolean delivered = false;
+            if (granted && !result.isDone()) {
+                // Only when the caller has not completed the result already: a complete that
+                // loses the race still runs the callbacks, which must then count as giving up.
+                deliverer = Thread.currentThread();
+                delivered = result.complete(true);
+                this.delivered = delivered;
+                deliverer = null;
+            }
             if (granted && !delivered) {
                 // The caller cancelled the result future between our grant and now.
                 addCleanup(attempt.releaseGranted());

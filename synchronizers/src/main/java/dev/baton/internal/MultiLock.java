@@ -113,7 +113,24 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        return new Sequence(ownerId, l -> l.lockAsync(ownerId)).start().thenApply(ok -> null);
+        Sequence sequence = new Sequence(ownerId, l -> l.lockAsync(ownerId));
+        CompletableFuture<Boolean> result = sequence.start();
+        // Derived by hand so that the caller's completion of it (cancel, orTimeout, by hand)
+        // reaches the sequence, and a set taken just as the caller gave up is given back.
+        CompletableFuture<Void> granted = new CompletableFuture<>();
+        result.whenComplete((ok, e) -> {
+            if (e != null) {
+                granted.completeExceptionally(e);
+            } else if (!granted.complete(null) && Boolean.TRUE.equals(ok)) {
+                releaseFrom(locks.size() - 1, ownerId);
+            }
+        });
+        granted.whenComplete((ok, e) -> {
+            if (!result.isDone()) {
+                result.cancel(false);
+            }
+        });
+        return granted;
     }
 
     @Override
@@ -180,12 +197,15 @@ final class MultiLock implements BatonMultiLock {
         final CompletableFuture<Void> givenBack = new CompletableFuture<>();
         private volatile CompletableFuture<?> current;
         private volatile boolean cancelled;
+        /** Set before the sequence completes its result itself. */
+        private volatile boolean ending;
 
         Sequence(long ownerId, Step step) {
             this.ownerId = ownerId;
             this.step = step;
             result.whenComplete((ok, e) -> {
-                if (e instanceof java.util.concurrent.CancellationException) {
+                // Completed by the caller (cancel, orTimeout, by hand), not by the sequence.
+                if (!ending) {
                     cancelled = true;
                     CompletableFuture<?> c = current;
                     if (c != null) {
@@ -202,6 +222,7 @@ final class MultiLock implements BatonMultiLock {
 
         private void next(int index) {
             if (index == locks.size()) {
+                ending = true;
                 if (!result.complete(true)) {
                     giveBack(index - 1, null); // cancelled just as the last lock came
                 }
@@ -235,6 +256,7 @@ final class MultiLock implements BatonMultiLock {
         private void giveBack(int last, Throwable error) {
             releaseFrom(last, ownerId).whenComplete((ok, releaseError) -> {
                 givenBack.complete(null);
+                ending = true;
                 if (error != null) {
                     if (releaseError != null) {
                         error.addSuppressed(Failures.unwrap(releaseError));
