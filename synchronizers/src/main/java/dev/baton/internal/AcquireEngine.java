@@ -32,9 +32,12 @@ import java.util.concurrent.TimeUnit;
  * Exits and their clean-up, each handled here and nowhere else:
  *   - granted: unsubscribe;
  *   - deadline: one last attempt at the deadline, then false; leave the queue; unsubscribe;
- *   - cancelled (interrupt, Future.cancel): the engine stops at its next step; a grant that
- *     arrives after the cancel is handed back through Attempt.releaseGranted(); leave;
- *     unsubscribe;
+ *   - given up (an interrupt, or the caller completing the result or its derived future: cancel,
+ *     orTimeout, completeOnTimeout, complete): the engine stops at its next step; a grant that
+ *     arrives after it, or raced it, is handed back through Attempt.releaseGranted(), always
+ *     before settled() completes; leave; unsubscribe. givenUp() tells an owner's next
+ *     acquisition to wait for that settling (Leases.acquiring), so the give-back by owner id
+ *     reaches Redis first;
  *   - an attempt failed without a reply: it may still have been applied, so
  *     Attempt.abandonUnknown() undoes it idempotently. A wait with a budget then tries again
  *     after a short pause while the budget lasts, so a reconnect inside the budget costs the
