@@ -55,10 +55,11 @@ public interface BatonCountDownLatch {
      * Counted exactly once: it carries a request id the script remembers, so a copy sent again
      * after a lost reply (or arriving after the latch was armed for a new round) does not count.
      * If Redis does not confirm it within the command timeout, this throws
-     * {@link RedisUnavailableException} and Baton finishes it in the background (for at least
-     * 60 s; still counted once): do not call it again, a second call is a second countDown.
+     * {@link DoNotRetryException} and Baton finishes it in the background (for at least 60 s;
+     * still counted once): do not call it again, a second call is a second countDown.
      *
-     * @throws RedisUnavailableException if Redis did not confirm it in time; Baton finishes it
+     * @throws DoNotRetryException if Redis did not confirm it in time (Baton finishes it), or if
+     *                             it landed but too few replicas acknowledged it
      */
     default void countDown() {
         Sync.await(countDownAsync());
@@ -79,10 +80,10 @@ public interface BatonCountDownLatch {
     void await() throws InterruptedException;
 
     /**
-     * Waits until the count is zero or the timeout elapses.
+     * Waits until the count is zero or the timeout elapses; a timeout of zero or less checks the
+     * count once without waiting, as {@link java.util.concurrent.CountDownLatch#await(long, TimeUnit)}.
      *
      * @return {@code true} if the count reached zero, {@code false} if the time ran out
-     * @throws IllegalArgumentException     if {@code timeout < 0}
      * @throws InterruptedException         if interrupted while waiting
      * @throws SynchronizerDeletedException if the latch was deleted while waiting
      */

@@ -45,6 +45,13 @@ import java.util.concurrent.locks.Lock;
  *       value.</li>
  * </ul>
  *
+ * <h2>Wait times and lease times</h2>
+ * A {@code waitTime} of zero or less means "try once, do not wait", as in
+ * {@link Lock#tryLock(long, TimeUnit)}: a computed {@code deadline - now} that has run out is
+ * answered, never refused. A negative {@code leaseTime} means "no lease time", as Redisson's
+ * {@code -1} does: the hold is watchdog-renewed, exactly as with the overload without a lease.
+ * A {@code leaseTime} of zero is refused with {@link IllegalArgumentException}.
+ *
  * <h2>Asynchronous methods</h2>
  * Each {@code *Async} method returns a {@link CompletionStage} whose
  * {@code toCompletableFuture()} is Baton's own future, not a copy: a timed
@@ -76,9 +83,10 @@ public interface BatonLock extends Lock {
     /**
      * Acquires the lock for a fixed lease, waiting as long as it takes; not interruptible.
      *
-     * @param leaseTime how long the hold lasts unless released first; must be positive
+     * @param leaseTime how long the hold lasts unless released first; negative (Redisson's -1)
+     *                  for a watchdog-renewed hold, as {@link #lock()}
      * @param unit      the unit of {@code leaseTime}
-     * @throws IllegalArgumentException  if {@code leaseTime <= 0}
+     * @throws IllegalArgumentException  if {@code leaseTime == 0}
      * @throws RedisUnavailableException if Redis did not answer within the command timeout
      */
     void lock(long leaseTime, TimeUnit unit);
@@ -93,9 +101,10 @@ public interface BatonLock extends Lock {
     void lockInterruptibly() throws InterruptedException;
 
     /**
-     * Acquires the lock for a fixed lease unless interrupted.
+     * Acquires the lock for a fixed lease unless interrupted; a negative {@code leaseTime} means
+     * a watchdog-renewed hold.
      *
-     * @throws IllegalArgumentException  if {@code leaseTime <= 0}
+     * @throws IllegalArgumentException  if {@code leaseTime == 0}
      * @throws InterruptedException      if interrupted while waiting; nothing is held then
      * @throws RedisUnavailableException if Redis did not answer within the command timeout
      */
@@ -112,10 +121,10 @@ public interface BatonLock extends Lock {
     boolean tryLock();
 
     /**
-     * Acquires the lock (watchdog mode), waiting at most {@code waitTime}.
+     * Acquires the lock (watchdog mode), waiting at most {@code waitTime}; a {@code waitTime} of
+     * zero or less tries once without waiting.
      *
      * @return {@code true} if acquired, {@code false} if the wait time elapsed first
-     * @throws IllegalArgumentException  if {@code waitTime < 0}
      * @throws InterruptedException      if interrupted while waiting; nothing is held then
      * @throws RedisUnavailableException if Redis did not answer within the command timeout
      */
@@ -123,10 +132,11 @@ public interface BatonLock extends Lock {
     boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException;
 
     /**
-     * Acquires the lock for a fixed lease, waiting at most {@code waitTime}.
+     * Acquires the lock for a fixed lease, waiting at most {@code waitTime}; a {@code waitTime} of
+     * zero or less tries once, a negative {@code leaseTime} means a watchdog-renewed hold.
      *
      * @return {@code true} if acquired, {@code false} if the wait time elapsed first
-     * @throws IllegalArgumentException  if {@code waitTime < 0} or {@code leaseTime <= 0}
+     * @throws IllegalArgumentException  if {@code leaseTime == 0}
      * @throws InterruptedException      if interrupted while waiting; nothing is held then
      * @throws RedisUnavailableException if Redis did not answer within the command timeout
      */
@@ -147,6 +157,9 @@ public interface BatonLock extends Lock {
      * @throws RedisUnavailableException    if Redis did not confirm the release within the
      *                                      command timeout (+ 150 ms); the hold is kept, so
      *                                      call {@code unlock()} again
+     * @throws DoNotRetryException          if the release landed on the master but too few
+     *                                      replicas acknowledged it (replica sync set to fail);
+     *                                      the hold is over, do not call {@code unlock()} again
      */
     @Override
     void unlock();
@@ -256,21 +269,25 @@ public interface BatonLock extends Lock {
      */
     CompletionStage<Void> lockAsync(long ownerId);
 
-    /** Acquires the lock for {@code ownerId} with a fixed lease, waiting as long as it takes. */
+    /**
+     * Acquires the lock for {@code ownerId} with a fixed lease (negative: watchdog mode), waiting
+     * as long as it takes.
+     */
     CompletionStage<Void> lockAsync(long leaseTime, TimeUnit unit, long ownerId);
 
     /** Tries once to acquire the lock for {@code ownerId} (watchdog mode), without waiting. */
     CompletionStage<Boolean> tryLockAsync(long ownerId);
 
     /**
-     * Acquires the lock for {@code ownerId} (watchdog mode), waiting at most {@code waitTime};
-     * completes with {@code false} when the wait time elapsed.
+     * Acquires the lock for {@code ownerId} (watchdog mode), waiting at most {@code waitTime}
+     * (zero or less: one attempt); completes with {@code false} when the wait time elapsed.
      */
     CompletionStage<Boolean> tryLockAsync(long waitTime, TimeUnit unit, long ownerId);
 
     /**
-     * Acquires the lock for {@code ownerId} with a fixed lease (positive), waiting at most
-     * {@code waitTime}; completes with {@code false} when the wait time elapsed.
+     * Acquires the lock for {@code ownerId} with a fixed lease (negative: watchdog mode), waiting
+     * at most {@code waitTime} (zero or less: one attempt); completes with {@code false} when the
+     * wait time elapsed.
      */
     CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId);
 

@@ -23,13 +23,20 @@ public interface BatonMultiLock extends Lock {
     /** The locks, in the order they are taken. */
     List<BatonLock> locks();
 
-    /** Takes every lock with a fixed lease, waiting as long as it takes; not interruptible. */
+    /**
+     * Takes every lock with a fixed lease, waiting as long as it takes; not interruptible. A
+     * negative {@code leaseTime} (Redisson's -1) means watchdog leases, as {@link #lock()}.
+     *
+     * @throws IllegalArgumentException if {@code leaseTime == 0}
+     */
     void lock(long leaseTime, TimeUnit unit);
 
     /**
-     * Takes every lock with a fixed lease, waiting at most {@code waitTime} in all.
+     * Takes every lock with a fixed lease, waiting at most {@code waitTime} in all (zero or less:
+     * one attempt at each lock); a negative {@code leaseTime} means watchdog leases.
      *
      * @return {@code true} if all are held; {@code false} if the time ran out (none are held)
+     * @throws IllegalArgumentException if {@code leaseTime == 0}
      * @throws InterruptedException if interrupted while waiting; none are held then
      */
     boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;

@@ -30,9 +30,10 @@ public interface BatonPermitExpirableSemaphore {
     String acquire() throws InterruptedException;
 
     /**
-     * Takes a permit with a lease, waiting as long as it takes; returns its id.
+     * Takes a permit with a lease, waiting as long as it takes; returns its id. A negative
+     * {@code leaseTime} (Redisson's -1) means the permit never expires, as {@link #acquire()}.
      *
-     * @throws IllegalArgumentException if {@code leaseTime <= 0}
+     * @throws IllegalArgumentException if {@code leaseTime == 0}
      */
     String acquire(long leaseTime, TimeUnit unit) throws InterruptedException;
 
@@ -40,8 +41,8 @@ public interface BatonPermitExpirableSemaphore {
     Optional<String> tryAcquire();
 
     /**
-     * Takes a permit with a lease, waiting at most {@code waitTime}; a negative
-     * {@code leaseTime} means the permit never expires.
+     * Takes a permit with a lease, waiting at most {@code waitTime} (zero or less: one attempt);
+     * a negative {@code leaseTime} means the permit never expires.
      */
     Optional<String> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
@@ -56,7 +57,8 @@ public interface BatonPermitExpirableSemaphore {
     List<String> acquire(int permits, long leaseTime, TimeUnit unit) throws InterruptedException;
 
     /**
-     * Takes {@code permits} permits at once (all or none), waiting at most {@code waitTime};
+     * Takes {@code permits} permits at once (all or none), waiting at most {@code waitTime} (zero
+     * or less: one attempt);
      * returns their ids, or an empty list when the wait time passed without enough permits. A
      * negative {@code leaseTime} means the permits never expire. Each id is released on its own
      * ({@link #release(String)}).

@@ -40,11 +40,12 @@ public interface BatonRedLock {
 
     /**
      * Acquires on a majority of masters for {@code leaseTime}, trying for at most
-     * {@code waitTime}.
+     * {@code waitTime} (zero or less: one round). The lease is the hold's validity: a RedLock has
+     * no watchdog, so Redisson's {@code -1} has no meaning here and is refused.
      *
      * @return {@code true} if acquired with validity time left; {@code false} otherwise (then
      *         nothing is held on any master)
-     * @throws IllegalArgumentException if {@code waitTime < 0} or {@code leaseTime <= 0}
+     * @throws IllegalArgumentException if {@code leaseTime <= 0}
      * @throws InterruptedException     if interrupted while waiting; nothing is held then
      */
     boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;

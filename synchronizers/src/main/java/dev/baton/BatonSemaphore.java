@@ -25,11 +25,12 @@ import java.util.concurrent.TimeUnit;
  * sends again after a lost reply counts once. An acquire whose answer never came is cancelled by
  * its id: the permits come back if it had taken them, and it takes none if it arrives later. A
  * release that Redis does not confirm within the command timeout throws
- * {@link RedisUnavailableException} and Baton <em>finishes it in the background</em> (it keeps
- * sending the same request for at least 60 s; it still counts once): do not call
- * {@link #release(int)} again for the same permits, a second call is a second release. To be
- * able to retry, release through the handle of {@link #acquirePermits(int)}: its
- * {@link SemaphorePermits#close()} may be called again after a failure and counts once.
+ * {@link DoNotRetryException} (not a {@link RedisUnavailableException}, so a retry policy that
+ * retries those stops here) and Baton <em>finishes it in the background</em> (it keeps sending
+ * the same request for at least 60 s; it still counts once): do not call {@link #release(int)}
+ * again for the same permits, a second call is a second release. To be able to retry, release
+ * through the handle of {@link #acquirePermits(int)}: its {@link SemaphorePermits#close()} may
+ * be called again after a failure and counts once.
  *
  * <h2>How a wait ends</h2>
  * <ul>
@@ -72,10 +73,10 @@ public interface BatonSemaphore {
     /** Takes {@code permits} permits if that many are available now. */
     boolean tryAcquire(int permits);
 
-    /** Takes one permit, waiting at most {@code timeout}. */
+    /** Takes one permit, waiting at most {@code timeout}; zero or less tries once, as the JDK's. */
     boolean tryAcquire(long timeout, TimeUnit unit) throws InterruptedException;
 
-    /** Takes {@code permits} permits, waiting at most {@code timeout}. */
+    /** Takes {@code permits} permits, waiting at most {@code timeout}; zero or less tries once. */
     boolean tryAcquire(int permits, long timeout, TimeUnit unit) throws InterruptedException;
 
     /**
@@ -89,13 +90,14 @@ public interface BatonSemaphore {
 
     /**
      * Returns {@code permits} permits and wakes up to that many waiters. Counted exactly once:
-     * if it throws {@link RedisUnavailableException}, Baton is still sending it and will apply it
+     * if it throws {@link DoNotRetryException}, Baton is still sending it and will apply it
      * once; do not call it again (see "Exactly once" above).
      *
-     * @throws IllegalArgumentException  if {@code permits < 1}, or if the count would exceed
-     *                                   {@link Integer#MAX_VALUE}
-     * @throws RedisUnavailableException if Redis did not confirm it within the command timeout
-     *                                   (+ 150 ms); Baton finishes it in the background
+     * @throws IllegalArgumentException if {@code permits < 1}, or if the count would exceed
+     *                                  {@link Integer#MAX_VALUE}
+     * @throws DoNotRetryException      if Redis did not confirm it within the command timeout
+     *                                  (+ 150 ms): Baton finishes it in the background; or if it
+     *                                  landed but too few replicas acknowledged it
      */
     default void release(int permits) {
         Sync.await(releaseAsync(permits));
@@ -118,9 +120,11 @@ public interface BatonSemaphore {
 
     /**
      * Adds permits, or removes them when negative (the count may then go below zero until
-     * enough are released).
+     * enough are released). Counted exactly once, like {@link #release(int)}.
      *
      * @throws IllegalArgumentException if the count would exceed {@link Integer#MAX_VALUE}
+     * @throws DoNotRetryException      if Redis did not confirm it in time (Baton finishes it in
+     *                                  the background) or too few replicas acknowledged it
      */
     default void addPermits(int permits) {
         Sync.await(addPermitsAsync(permits));

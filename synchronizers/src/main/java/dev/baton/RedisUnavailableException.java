@@ -7,10 +7,12 @@ package dev.baton;
  * timeout + 150 ms), and its message says what was being done and how long it took, e.g.
  * {@code acquiring lock 'orders' failed after 3.01 s: Redis did not answer ...}.
  *
- * <p>What it means for the state in Redis is said by each method: an acquire whose answer never
- * came is undone by Baton; an unconfirmed unlock keeps its hold for a second {@code unlock()};
- * an unconfirmed semaphore release or latch countDown is finished by Baton in the background and
- * counted once, and must not be repeated.
+ * <p>Calling the method again after this exception is always safe (the retry rule,
+ * guarantees.md): an acquire whose answer never came was undone by Baton; an unconfirmed
+ * {@code unlock()}, a handle's {@code close()} and a release by permit id recognise on the next
+ * call a release that had landed, and complete it otherwise. A release that a second call would
+ * repeat (a semaphore's {@code release(n)}, a latch's {@code countDown()}) never throws this:
+ * it throws {@link DoNotRetryException}.
  */
 public class RedisUnavailableException extends BatonException {
     private static final long serialVersionUID = 1L;

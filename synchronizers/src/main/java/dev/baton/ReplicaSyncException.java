@@ -4,8 +4,9 @@ package dev.baton;
  * A state change reached the master but fewer replicas than
  * {@link BatonOptions#replicaSyncReplicas()} acknowledged it within
  * {@link BatonOptions#replicaSyncTimeout()}, with {@link BatonOptions#replicaSyncFailure()} set
- * to {@code FAIL}. An acquire that failed this way has been undone; a release has still been
- * applied on the master.
+ * to {@code FAIL}. An acquire that failed this way has been undone, so calling it again is safe,
+ * as after any {@link RedisUnavailableException}. A release that failed this way has landed on
+ * the master: it throws {@link DoNotRetryException} with this exception as its cause.
  */
 public class ReplicaSyncException extends RedisUnavailableException {
     private static final long serialVersionUID = 1L;

@@ -103,12 +103,34 @@ class RedLockTest {
         }
     }
 
+    /** A wait of zero or less is one round, as every other kind's: answered, never refused. */
+    @Test
+    void aWaitTimeOfZeroOrLessTriesOneRound() throws Exception {
+        BatonRedLock lock = Baton.redLock("once", nodes);
+        assertTrue(lock.tryLock(-1, 10, TimeUnit.SECONDS), "a free RedLock is taken in one round");
+        assertEquals(5, holders("once"));
+        java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            long started = System.nanoTime();
+            assertFalse(other.submit(() -> lock.tryLock(-5, 10, TimeUnit.SECONDS)).get(10, TimeUnit.SECONDS),
+                    "held by another owner: one round, refused");
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            // One round: at most the node timeout (200 ms by default) + the 300 ms margin.
+            assertTrue(tookMs <= BatonRedLock.DEFAULT_NODE_TIMEOUT.toMillis() + 300, "one round took " + tookMs + " ms");
+        } finally {
+            other.shutdownNow();
+        }
+        lock.unlock();
+        assertEquals(0, holders("once"));
+    }
+
     @Test
     void badInputIsRefused() {
         assertThrows(IllegalArgumentException.class, () -> Baton.redLock("x", List.of()));
         assertThrows(IllegalArgumentException.class, () -> Baton.redLock("x", nodes, Duration.ZERO));
         BatonRedLock lock = Baton.redLock("x", nodes);
         assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, 0, TimeUnit.SECONDS));
-        assertThrows(IllegalArgumentException.class, () -> lock.tryLock(-1, 1, TimeUnit.SECONDS));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, -1, TimeUnit.SECONDS))
+                .getMessage().contains("no watchdog"));
     }
 }

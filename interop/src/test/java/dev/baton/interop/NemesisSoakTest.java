@@ -7,6 +7,7 @@ import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.BatonSemaphore;
+import dev.baton.DoNotRetryException;
 import dev.baton.LeaseLostException;
 import dev.baton.RedisUnavailableException;
 import dev.baton.testkit.Await;
@@ -524,7 +525,7 @@ class NemesisSoakTest {
         long r0 = System.nanoTime();
         try {
             semaphore.release(); // never repeated: one Redis did not confirm is finished in the background
-        } catch (RedisUnavailableException e) {
+        } catch (DoNotRetryException e) {
             rec.unavailable.incrementAndGet();
         }
         rec.bounded(name + " release", r0, Bounds.failure(TIMEOUT));
@@ -572,7 +573,7 @@ class NemesisSoakTest {
         rec.batonCountDowns.incrementAndGet();
         try {
             latch.countDown(); // counts once, even when it throws (finished in the background)
-        } catch (RedisUnavailableException e) {
+        } catch (DoNotRetryException e) {
             rec.unavailable.incrementAndGet();
         }
         rec.bounded("countDown", t0, Bounds.failure(TIMEOUT));

@@ -29,31 +29,64 @@ final class Args {
         return name;
     }
 
-    /** A lock's wait time ({@code waitTime}): not negative; in nanoseconds. */
+    /**
+     * A lock's wait time ({@code waitTime}) in nanoseconds. A time of zero or less means "try once,
+     * do not wait", as the JDK's {@code Lock.tryLock(long, TimeUnit)} says: a computed
+     * {@code deadline - now} that has run out is not a mistake.
+     */
     static long waitNanos(long waitTime, TimeUnit unit) {
-        return notNegativeNanos(waitTime, unit, "waitTime");
+        return notWaitingBelowZero(waitTime, unit);
     }
 
-    /** A semaphore's or latch's wait ({@code timeout}): not negative; in nanoseconds. */
+    /**
+     * A semaphore's or latch's wait ({@code timeout}) in nanoseconds; zero or less means "try once",
+     * as {@code Semaphore.tryAcquire} and {@code CountDownLatch.await} say.
+     */
     static long timeoutNanos(long timeout, TimeUnit unit) {
-        return notNegativeNanos(timeout, unit, "timeout");
+        return notWaitingBelowZero(timeout, unit);
     }
 
-    private static long notNegativeNanos(long value, TimeUnit unit, String argName) {
+    private static long notWaitingBelowZero(long value, TimeUnit unit) {
         Objects.requireNonNull(unit, "unit");
-        if (value < 0) {
-            throw new IllegalArgumentException(argName + " must not be negative, was " + value + " " + unit);
-        }
-        return unit.toNanos(value);
+        return value <= 0 ? 0 : unit.toNanos(value);
     }
 
-    /** A fixed lease ({@code leaseTime}): positive, at most {@link #MAX_LEASE_MS}; in ms, at least 1. */
+    /**
+     * Whether a {@code leaseTime} means "no lease time": any negative value, as Redisson's -1. Every
+     * {@code long leaseTime} of Baton reads it so: a watchdog-renewed lock, a permit that never
+     * expires, exactly what the overload without a lease does. A kind that has no such overload
+     * (the RedLock) refuses it through {@link #validityMs}.
+     */
+    static boolean noLease(long leaseTime, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        return leaseTime < 0;
+    }
+
+    /**
+     * A fixed lease ({@code leaseTime}) that is not {@link #noLease no lease}: positive, at most
+     * {@link #MAX_LEASE_MS}; in ms, at least 1. Zero is refused, with the rule for negative values.
+     */
     static long leaseMs(long leaseTime, TimeUnit unit) {
         Objects.requireNonNull(unit, "unit");
         if (leaseTime <= 0) {
-            throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime + " " + unit
-                    + " (omit it for a watchdog-renewed lock)");
+            throw new IllegalArgumentException("leaseTime must not be " + leaseTime + " " + unit
+                    + ": give a positive lease, or a negative one (as Redisson's -1) for no lease time:"
+                    + " a watchdog-renewed lock, a permit that never expires");
         }
+        return upTo10Years(leaseTime, unit);
+    }
+
+    /** A RedLock's lease, which is its validity: positive, at most {@link #MAX_LEASE_MS}; in ms. */
+    static long validityMs(long leaseTime, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        if (leaseTime <= 0) {
+            throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime + " " + unit
+                    + ": a RedLock's lease is its validity, and it has no watchdog (Redisson's -1 has no twin here)");
+        }
+        return upTo10Years(leaseTime, unit);
+    }
+
+    private static long upTo10Years(long leaseTime, TimeUnit unit) {
         long ms = unit.toMillis(leaseTime);
         if (ms > MAX_LEASE_MS) {
             throw new IllegalArgumentException("leaseTime must be at most 3650 days, was " + leaseTime + " " + unit);

@@ -78,6 +78,20 @@ final class Failures {
         return cause instanceof RedisUnavailableException && !(cause instanceof dev.baton.ReplicaSyncException);
     }
 
+    /**
+     * A failure of a release after which calling it again would release twice, as the caller
+     * must see it: a connection failure (Baton finishes the release in the background) or a
+     * replica-sync shortfall (the release landed on the master) becomes
+     * {@link dev.baton.DoNotRetryException} with the failure as its cause.
+     */
+    static dev.baton.DoNotRetryException doNotRetry(Throwable cause) {
+        String landed = cause instanceof dev.baton.ReplicaSyncException
+                ? "it landed on the master, but " + cause.getMessage()
+                : cause.getMessage();
+        return new dev.baton.DoNotRetryException(landed + "; do not call it again: a second call would be a second release",
+                cause);
+    }
+
     static Throwable unwrap(Throwable e) {
         while (e instanceof CompletionException && e.getCause() != null) {
             e = e.getCause();

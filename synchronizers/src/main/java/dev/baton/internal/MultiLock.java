@@ -7,10 +7,12 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /*
@@ -39,6 +41,13 @@ final class MultiLock implements BatonMultiLock {
 
     private final List<BatonLock> locks;
     private final Scheduler clock;
+    /**
+     * Per owner, the members whose release Redis did not confirm at the owner's last unlock
+     * (each kept its hold, as a lock's unconfirmed unlock does): the owner's next unlock releases
+     * only those, so calling unlock again after a RedisUnavailableException completes it and
+     * never meets the members already released. Dropped when the owner starts a new acquisition.
+     */
+    private final Map<Long, List<Integer>> unconfirmed = new ConcurrentHashMap<>();
 
     MultiLock(List<? extends BatonLock> given, Scheduler clock) {
         this.clock = clock;
@@ -76,7 +85,7 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public void lock(long leaseTime, TimeUnit unit) {
-        Args.leaseMs(leaseTime, unit);
+        checkLease(leaseTime, unit);
         long owner = Names.threadOwner();
         Blocking.join(new Sequence(owner, l -> l.lockAsync(leaseTime, unit, owner)).start());
     }
@@ -100,7 +109,7 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        Args.leaseMs(leaseTime, unit);
+        checkLease(leaseTime, unit);
         return await(timed(waitTime, leaseTime, unit, Names.threadOwner()));
     }
 
@@ -135,12 +144,74 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
+        checkLease(leaseTime, unit);
         return timed(waitTime, leaseTime, unit, ownerId).start();
     }
 
     @Override
     public CompletionStage<Void> unlockAsync(long ownerId) {
-        return releaseFrom(locks.size() - 1, ownerId);
+        List<Integer> members = unconfirmed.remove(ownerId);
+        if (members == null) {
+            members = new ArrayList<>();
+            for (int i = locks.size() - 1; i >= 0; i--) {
+                members.add(i);
+            }
+        }
+        List<Integer> order = members;
+        Throwable[] errors = new Throwable[locks.size()];
+        CompletableFuture<Void> all = CompletableFuture.completedFuture(null);
+        for (int index : order) {
+            all = all.thenCompose(ignored -> {
+                CompletableFuture<Void> here;
+                try {
+                    here = locks.get(index).unlockAsync(ownerId).toCompletableFuture();
+                } catch (RuntimeException e) {
+                    here = CompletableFuture.failedFuture(e);
+                }
+                return here.handle((ok, error) -> {
+                    errors[index] = error == null ? null : Failures.unwrap(error);
+                    return null;
+                });
+            });
+        }
+        return all.thenApply(ignored -> {
+            List<Integer> notConfirmed = new ArrayList<>();
+            List<String> names = new ArrayList<>();
+            Throwable first = null;
+            for (int index : order) {
+                Throwable e = errors[index];
+                if (e == null) {
+                    continue;
+                }
+                if (Failures.isConnectionFailure(e)) {
+                    notConfirmed.add(index);
+                    names.add(locks.get(index).getName());
+                }
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+            if (!notConfirmed.isEmpty()) {
+                unconfirmed.put(ownerId, notConfirmed);
+                dev.baton.RedisUnavailableException e = new dev.baton.RedisUnavailableException("unlock of " + this
+                        + " by owner " + ownerId + " could not be confirmed for " + names + " (the other members are"
+                        + " released); those keep their holds, and calling unlock again completes them", first);
+                throw e;
+            }
+            if (first != null) {
+                throw first instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(first);
+            }
+            return null;
+        });
+    }
+
+    /** A lease as every member reads it: negative means watchdog leases, zero is refused. */
+    private static void checkLease(long leaseTime, TimeUnit unit) {
+        if (!Args.noLease(leaseTime, unit)) {
+            Args.leaseMs(leaseTime, unit);
+        }
     }
 
     /** Every lock within one wait budget; {@code leaseTime < 0} means watchdog leases. */
@@ -216,6 +287,7 @@ final class MultiLock implements BatonMultiLock {
         }
 
         CompletableFuture<Boolean> start() {
+            unconfirmed.remove(ownerId);
             next(0);
             return result;
         }

@@ -69,7 +69,7 @@ final class RedLock implements BatonRedLock {
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long waitNanos = Args.waitNanos(waitTime, unit);
-        long leaseMs = Args.leaseMs(leaseTime, unit);
+        long leaseMs = Args.validityMs(leaseTime, unit);
         long owner = Names.threadOwner();
         return Blocking.awaitInterruptibly(() -> start(waitNanos, leaseMs, owner), nodeTimeoutNanos + SETTLE_SLACK_NANOS);
     }
@@ -93,7 +93,7 @@ final class RedLock implements BatonRedLock {
     @Override
     public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
         long waitNanos = Args.waitNanos(waitTime, unit);
-        long leaseMs = Args.leaseMs(leaseTime, unit);
+        long leaseMs = Args.validityMs(leaseTime, unit);
         return start(waitNanos, leaseMs, ownerId).result();
     }
 
@@ -177,11 +177,26 @@ final class RedLock implements BatonRedLock {
 
     @Override
     public CompletionStage<Void> unlockAsync(long ownerId) {
-        return releaseEverywhere(ownerId).thenApply(released -> {
-            if (released == 0) {
-                throw new IllegalMonitorStateException("RedLock '" + name + "' is not held by owner " + ownerId);
+        validUntilNanos.remove(ownerId);
+        List<CompletableFuture<Throwable>> releases = new ArrayList<>();
+        for (BatonLock node : nodes) {
+            releases.add(node.unlockAsync(ownerId).toCompletableFuture().handle((ok, e) -> e == null ? null : Failures.unwrap(e)));
+        }
+        return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)).thenApply(all -> {
+            long released = releases.stream().filter(r -> r.join() == null).count();
+            if (released > 0) {
+                return null;
             }
-            return null;
+            // Nothing released: either held nowhere, or every master that holds it did not
+            // answer (each kept its hold, so calling unlock again completes it).
+            Throwable unreachable = releases.stream().map(CompletableFuture::join)
+                    .filter(Failures::isConnectionFailure).findFirst().orElse(null);
+            if (unreachable != null) {
+                throw new dev.baton.RedisUnavailableException("unlock of RedLock '" + name + "' by owner " + ownerId
+                        + " was confirmed by no master: " + unreachable.getMessage()
+                        + "; the holds are kept, and calling unlock again completes them", unreachable);
+            }
+            throw new IllegalMonitorStateException("RedLock '" + name + "' is not held by owner " + ownerId);
         });
     }
 

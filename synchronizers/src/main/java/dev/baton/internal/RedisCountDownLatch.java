@@ -78,11 +78,11 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
         services.checkOpen();
         Requests ids = services.requests();
         String key = Requests.key(name, Requests.newId());
-        return ids.<Long>deliver(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER,
+        return Requests.notToBeRepeated(ids.<Long>deliver(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER,
                         ids.withForgotten(name, List.of(name, channel, key)),
                         List.of(ZERO_MESSAGE, ids.memoryArg()), name, key,
-                        "countDown of latch '" + name + "'")
-                .foreground().thenApply(left -> null);
+                        "countDown of latch '" + name + "'").foreground())
+                .thenApply(left -> null);
     }
 
     @Override

@@ -48,7 +48,7 @@ final class RedisFencedLock extends RedisLock implements BatonFencedLock {
 
     @Override
     public CompletionStage<OptionalLong> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
-        return start(Args.waitNanos(waitTime, unit), fixed(leaseTime, unit), ownerId)
+        return start(Args.waitNanos(waitTime, unit), lease(leaseTime, unit), ownerId)
                 .resultAs(got -> got ? OptionalLong.of(tokenOf(ownerId)) : OptionalLong.empty());
     }
 

@@ -70,7 +70,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public void lock(long leaseTime, TimeUnit unit) {
-        Blocking.awaitUninterruptibly(start(-1, fixed(leaseTime, unit), Names.threadOwner()));
+        Blocking.awaitUninterruptibly(start(-1, lease(leaseTime, unit), Names.threadOwner()));
     }
 
     @Override
@@ -80,7 +80,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
-        lockInterruptiblyFor(fixed(leaseTime, unit));
+        lockInterruptiblyFor(lease(leaseTime, unit));
     }
 
     private void lockInterruptiblyFor(LeaseRequest lease) throws InterruptedException {
@@ -100,7 +100,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return tryLockFor(Args.waitNanos(waitTime, unit), fixed(leaseTime, unit));
+        return tryLockFor(Args.waitNanos(waitTime, unit), lease(leaseTime, unit));
     }
 
     private boolean tryLockFor(long waitNanos, LeaseRequest lease) throws InterruptedException {
@@ -194,7 +194,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long leaseTime, TimeUnit unit, long ownerId) {
-        return start(-1, fixed(leaseTime, unit), ownerId).untilGranted();
+        return start(-1, lease(leaseTime, unit), ownerId).untilGranted();
     }
 
 
@@ -210,7 +210,7 @@ class RedisLock implements BatonLock {
 
     @Override
     public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
-        return start(Args.waitNanos(waitTime, unit), fixed(leaseTime, unit), ownerId).result();
+        return start(Args.waitNanos(waitTime, unit), lease(leaseTime, unit), ownerId).result();
     }
 
     @Override
@@ -246,9 +246,12 @@ class RedisLock implements BatonLock {
         return new LeaseRequest(true, services.watchdogMs());
     }
 
-    /** A fixed lease, checked. */
-    static LeaseRequest fixed(long leaseTime, TimeUnit unit) {
-        return new LeaseRequest(false, Args.leaseMs(leaseTime, unit));
+    /**
+     * A caller's {@code leaseTime}, checked: a positive one is a fixed lease, a negative one
+     * (Redisson's -1) means no lease time, that is the watchdog, and zero is refused.
+     */
+    LeaseRequest lease(long leaseTime, TimeUnit unit) {
+        return Args.noLease(leaseTime, unit) ? watchdog() : new LeaseRequest(false, Args.leaseMs(leaseTime, unit));
     }
 
     /** The owner's field in the lock hash: its owner id, as the recipe spells it. */
@@ -431,7 +434,7 @@ class RedisLock implements BatonLock {
                     if (heldBefore <= 1) {
                         services.leases().released(lease, recipe.kind());
                     }
-                    throw (dev.baton.ReplicaSyncException) cause;
+                    throw Failures.doNotRetry(cause);
                 }
                 if (!Failures.isConnectionFailure(cause)) {
                     lease.holds = heldBefore;

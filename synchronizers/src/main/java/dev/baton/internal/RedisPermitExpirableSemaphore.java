@@ -53,7 +53,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public String acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
-        return take(1, leaseMs(leaseTime, unit), -1).get(0);
+        return take(1, anyLease(leaseTime, unit), -1).get(0);
     }
 
     @Override
@@ -155,7 +155,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     @Override
     public CompletionStage<Boolean> updateLeaseTimeAsync(String permitId, long leaseTime, TimeUnit unit) {
         Args.permitId(permitId);
-        String lease = leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit);
+        String lease = anyLease(leaseTime, unit);
         return services.executor().<Long>eval(Script.EXPIRABLE_UPDATE_LEASE, CommandExecutor.Reply.INTEGER, keys,
                 List.of(permitId, lease)).thenApply(updated -> updated == 1L);
     }
@@ -204,6 +204,9 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
                                 + "' could not be confirmed: " + cause.getMessage() + "; calling release again with "
                                 + "the same id completes it", cause);
                     }
+                    if (cause instanceof dev.baton.ReplicaSyncException) {
+                        throw Failures.doNotRetry(cause);
+                    }
                     throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
                 });
     }
@@ -212,9 +215,9 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         return Long.toString(Args.leaseMs(leaseTime, unit));
     }
 
-    /** A lease where a negative one means "never expires". */
+    /** A lease where a negative one (Redisson's -1) means no lease time: the permit never expires. */
     private static String anyLease(long leaseTime, TimeUnit unit) {
-        return leaseTime < 0 ? NO_EXPIRY : leaseMs(leaseTime, unit);
+        return Args.noLease(leaseTime, unit) ? NO_EXPIRY : leaseMs(leaseTime, unit);
     }
 
 

@@ -151,8 +151,8 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public CompletionStage<Void> releaseAsync(int permits) {
         Args.permits(permits);
-        return add(permits, Requests.newId(), "release of " + permitsWord(permits) + " of semaphore '" + name + "'")
-                .foreground().thenApply(count -> null);
+        return Requests.notToBeRepeated(add(permits, Requests.newId(), "release of " + permitsWord(permits)
+                + " of semaphore '" + name + "'").foreground()).thenApply(count -> null);
     }
 
     @Override
@@ -182,8 +182,8 @@ final class RedisSemaphore implements BatonSemaphore {
         if (permits == 0) {
             return CompletableFuture.completedFuture(null);
         }
-        return add(permits, Requests.newId(), "adding " + permitsWord(permits) + " to semaphore '" + name + "'")
-                .foreground().thenApply(count -> null);
+        return Requests.notToBeRepeated(add(permits, Requests.newId(), "adding " + permitsWord(permits)
+                + " to semaphore '" + name + "'").foreground()).thenApply(count -> null);
     }
 
     @Override

@@ -2,7 +2,9 @@ package dev.baton.internal;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.baton.DoNotRetryException;
 import dev.baton.RedisUnavailableException;
+import dev.baton.ReplicaSyncException;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 import org.slf4j.Logger;
@@ -92,6 +94,22 @@ final class Requests {
     /** Whether {@code release} was left unconfirmed before; forgets it. */
     boolean takeUnconfirmed(String release) {
         return unconfirmed.asMap().remove(release) != null;
+    }
+
+    /**
+     * The caller's view of a release that a second call would repeat (a semaphore's
+     * {@code release(n)} and {@code addPermits(n)}, a latch's {@code countDown()}): its failures
+     * that leave the release landed, or to be finished by Baton, become {@link DoNotRetryException}
+     * (the retry rule, guarantees.md); every other failure passes unchanged.
+     */
+    static <T> CompletableFuture<T> notToBeRepeated(CompletableFuture<T> foreground) {
+        return foreground.exceptionallyCompose(error -> {
+            Throwable cause = Failures.unwrap(error);
+            if (cause instanceof ReplicaSyncException || Failures.isConnectionFailure(cause)) {
+                return CompletableFuture.failedFuture(Failures.doNotRetry(cause));
+            }
+            return CompletableFuture.failedFuture(cause);
+        });
     }
 
     /** A new request id: 64 random bits as 16 hex characters. */
@@ -184,7 +202,7 @@ final class Requests {
             foreground.completeExceptionally(new RedisUnavailableException(what + " was not confirmed within "
                     + Durations.readableNanos(scheduler.nanoTime() - started) + ": " + cause.getMessage()
                     + "; Baton keeps sending it in the background for up to " + Durations.readableNanos(left)
-                    + " and it counts once, so do not repeat it", cause));
+                    + " and it counts once", cause));
             log.warn("{} not confirmed within the command timeout; Baton keeps sending it (it counts once) for up to {}",
                     what, Durations.readableNanos(left));
             executor.<T>evalUntilAnswered(script, reply, keys, args, left).whenComplete((late, lateError) -> {
