@@ -21,24 +21,26 @@ public class ExportController {
     static final int CONCURRENT_EXPORTS = 4;
 
     private final Baton baton;
-    private volatile BatonSemaphore exports;
+    private final BatonSemaphore exports;
+    private volatile boolean permitsSet;
 
     public ExportController(Baton baton) {
-        this.baton = baton; // the auto-configured client is lazy: nothing here may use it yet
+        // The auto-configured client connects on first use: taking it, and a synchronizer, here
+        // does not need Redis, so the service starts while Redis is down and its health says so.
+        this.baton = baton;
+        this.exports = baton.semaphore("example:exports");
     }
 
     /**
      * The semaphore, its permits set on first use (the first instance sets the number; the rest
-     * keep it), so the service starts while Redis is down and its health says so.
+     * keep it).
      */
     private BatonSemaphore exports() {
-        BatonSemaphore semaphore = exports;
-        if (semaphore == null) {
-            semaphore = baton.semaphore("example:exports");
-            semaphore.trySetPermits(CONCURRENT_EXPORTS);
-            exports = semaphore;
+        if (!permitsSet) {
+            exports.trySetPermits(CONCURRENT_EXPORTS);
+            permitsSet = true;
         }
-        return semaphore;
+        return exports;
     }
 
     // snippet spring-boot-endpoint begins

@@ -27,8 +27,11 @@ import java.util.function.ObjIntConsumer;
  * (so its resources, URIs, Sentinel or Cluster settings, credentials and TLS), with Baton's own
  * connections opened from it.
  *
- * <p>The client is created lazily, when something first uses it (so the application starts while
- * Redis is down), and closed with the context, before the connection factory. It backs off when the
+ * <p>The client connects when something first uses it, not when it is injected: a singleton may
+ * take {@code Baton} in its constructor and obtain its synchronizers there, and the application
+ * still starts while Redis is down (the first call then throws
+ * {@link dev.baton.RedisUnavailableException} within the command timeout, and a later call
+ * connects once Redis is back). It is closed with the context, before the connection factory. It backs off when the
  * application defines its own {@code Baton} bean, and does nothing without a
  * {@link LettuceConnectionFactory} or with {@code baton.enabled=false}. Every
  * {@link LeaseLostListener} and {@link BatonObserver} bean is registered with it, and every
@@ -49,10 +52,10 @@ public class BatonAutoConfiguration {
     }
 
     /**
-     * The client.
+     * The client, which connects on first use (see the class comment).
      *
-     * @throws IllegalStateException if the connection factory's client is neither a
-     *                               {@link RedisClient} nor a {@link RedisClusterClient}
+     * <p>Its first use throws {@link IllegalStateException} if the connection factory's client is
+     * neither a {@link RedisClient} nor a {@link RedisClusterClient}.
      */
     @Bean(destroyMethod = "close")
     @Lazy
@@ -61,6 +64,7 @@ public class BatonAutoConfiguration {
                        ObjectProvider<BatonOptionsCustomizer> customizers,
                        ObjectProvider<LeaseLostListener> leaseLostListeners,
                        ObjectProvider<BatonObserver> observers) {
+        // The options are built now, so that a wrong property fails the start, not the first use.
         BatonOptions.Builder builder = properties.apply(BatonOptions.builder());
         List<LeaseLostListener> listeners = leaseLostListeners.orderedStream().toList();
         if (!listeners.isEmpty()) {
@@ -72,6 +76,10 @@ public class BatonAutoConfiguration {
         }
         customizers.orderedStream().forEach(c -> c.customize(builder));
         BatonOptions options = builder.build();
+        return new LazyBaton(options, () -> open(connectionFactory, lifecycle, options));
+    }
+
+    private static Baton open(LettuceConnectionFactory connectionFactory, BatonLifecycle lifecycle, BatonOptions options) {
         AbstractRedisClient client = connectionFactory.getRequiredNativeClient();
         Baton baton;
         if (client instanceof RedisClusterClient cluster) {

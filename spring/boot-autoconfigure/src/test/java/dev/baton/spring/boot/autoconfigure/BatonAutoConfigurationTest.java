@@ -146,12 +146,75 @@ class BatonAutoConfigurationTest {
         });
     }
 
+    /** Ordinary application code: Baton taken in a constructor, and its synchronizers got there. */
+    static final class ExportService {
+        final BatonLock lock;
+        final dev.baton.BatonSemaphore permits;
+        final dev.baton.BatonReadWriteLock table;
+        final dev.baton.BatonLock tableWrites;
+
+        ExportService(Baton baton) {
+            this.lock = baton.lock("exports");
+            this.permits = baton.semaphore("export-permits");
+            this.table = baton.readWriteLock("export-table");
+            this.tableWrites = table.writeLock();
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class ExportServiceConfig {
+        @Bean
+        ExportService exportService(Baton baton) {
+            return new ExportService(baton);
+        }
+    }
+
+    /**
+     * A singleton that takes Baton in its constructor and gets its synchronizers there starts
+     * while Redis refuses connections; its first call fails within the bound of opening a client
+     * (the command timeout, at least 3 s for a JVM's first client, + 150 ms), and once Redis accepts connections the same objects work, on one
+     * client. Before the client connected on first use, this context failed to start
+     * (UnsatisfiedDependencyException ← RedisUnavailableException: cannot connect).
+     */
+    @Test
+    void aSingletonThatTakesBatonInItsConstructorStartsWhileRedisIsDown() {
+        try (dev.baton.testkit.TcpProxy proxy = dev.baton.testkit.TcpProxy.start(redis.host(), redis.port())) {
+            proxy.setRefuse(true);
+            runner.withUserConfiguration(ExportServiceConfig.class)
+                    .withPropertyValues("spring.data.redis.port=" + proxy.port(), "baton.command-timeout=1s")
+                    .run(context -> {
+                        assertTrue(context.isRunning(), "started with Redis refusing connections: " + context.getStartupFailure());
+                        ExportService service = context.getBean(ExportService.class);
+                        assertEquals("exports", service.lock.getName(), "a name needs no connection");
+                        // Opening's bound: the command timeout, at least 3 s for a JVM's first client.
+                        Bounds.assertThrowsWithin(dev.baton.RedisUnavailableException.class, Bounds.failure(Duration.ofSeconds(3)),
+                                () -> service.lock.tryLock(), "the first call while Redis refuses");
+                        assertEquals(0, context.getBean(Baton.class).leasesHeld(), "nothing held, nothing opened");
+
+                        proxy.setRefuse(false);
+                        assertTrue(service.lock.tryLock(), "the same lock, once Redis accepts connections");
+                        assertEquals(1L, redis.command("EXISTS", "exports"));
+                        service.lock.unlock();
+                        assertTrue(service.permits.trySetPermits(2));
+                        assertTrue(service.permits.tryAcquire());
+                        service.permits.release();
+                        service.tableWrites.lock();
+                        assertTrue(service.table.writeLock().isHeldByCurrentThread());
+                        service.tableWrites.unlock();
+                        Baton baton = context.getBean(Baton.class);
+                        assertEquals(baton.clientId(), baton.clientId(), "one client behind every view");
+                        assertEquals(0L, redis.command("EXISTS", "exports", "export-table"));
+                    });
+        }
+    }
+
     @Test
     void aStaticMasterReplicaFactoryIsRefusedByName() {
         runner.withPropertyValues("spring.data.redis.masterreplica.nodes=" + redis.host() + ":" + redis.port())
                 .run(context -> {
                     assertTrue(context.isRunning(), "the application starts: the client is lazy");
-                    Exception refused = assertThrows(Exception.class, () -> context.getBean(Baton.class).lock("k"));
+                    // Refused on first use, when the client connects.
+                    Exception refused = assertThrows(Exception.class, () -> context.getBean(Baton.class).lock("k").tryLock());
                     Throwable cause = refused;
                     while (!(cause instanceof IllegalArgumentException) && cause.getCause() != null) {
                         cause = cause.getCause();
