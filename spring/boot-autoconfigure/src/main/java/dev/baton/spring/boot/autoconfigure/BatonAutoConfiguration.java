@@ -15,7 +15,10 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Lazy;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
@@ -23,49 +26,119 @@ import java.util.List;
 import java.util.function.ObjIntConsumer;
 
 /**
- * A {@link Baton} client on the application's Lettuce connection factory: the same Lettuce client
- * (so its resources, URIs, Sentinel or Cluster settings, credentials and TLS), with Baton's own
- * connections opened from it.
+ * A {@link Baton} client for the application's Redis, in one of two ways:
+ * <ul>
+ *   <li>on the application's {@link LettuceConnectionFactory} (Spring Data Redis on Lettuce): the
+ *       same Lettuce client, so its resources, URIs, Sentinel or Cluster settings, credentials and
+ *       TLS, with Baton's own connections opened from it;</li>
+ *   <li>without one, when another connection factory serves the application (Redisson's starter
+ *       registers its own, an application on Jedis has Jedis's): on a Lettuce client of Baton's
+ *       own, made from the application's Redis connection details ({@code spring.data.redis.*}:
+ *       host and port, Sentinel or Cluster nodes, database, username and password, client name,
+ *       {@code ssl.enabled}; see {@link ConnectionDetailsUris} for what it cannot carry).</li>
+ * </ul>
  *
  * <p>The client connects when something first uses it, not when it is injected: a singleton may
  * take {@code Baton} in its constructor and obtain its synchronizers there, and the application
  * still starts while Redis is down (the first call then throws
  * {@link dev.baton.RedisUnavailableException} within the command timeout, and a later call
- * connects once Redis is back). It is closed with the context, before the connection factory. It backs off when the
- * application defines its own {@code Baton} bean, and does nothing without a
- * {@link LettuceConnectionFactory} or with {@code baton.enabled=false}. Every
+ * connects once Redis is back). It is closed with the context, before the connection factory. It
+ * backs off when the application defines its own {@code Baton} bean, and does nothing without
+ * Spring Data Redis's connection details or with {@code baton.enabled=false}. Every
  * {@link LeaseLostListener} and {@link BatonObserver} bean is registered with it, and every
  * {@link BatonOptionsCustomizer} bean may change its options.
  */
-@AutoConfiguration(after = DataRedisAutoConfiguration.class)
+@AutoConfiguration(after = DataRedisAutoConfiguration.class,
+        afterName = {"org.redisson.spring.starter.RedissonAutoConfigurationV4",
+                "org.redisson.spring.starter.RedissonAutoConfigurationV2"})
 @ConditionalOnClass({Baton.class, LettuceConnectionFactory.class})
-@ConditionalOnBean(LettuceConnectionFactory.class)
 @ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(BatonProperties.class)
 public class BatonAutoConfiguration {
 
-    /** Closes the client before the connection factory stops; it depends on the factory for that. */
-    @Bean
-    @ConditionalOnMissingBean(Baton.class)
-    BatonLifecycle batonLifecycle(LettuceConnectionFactory connectionFactory) {
-        return new BatonLifecycle();
+    /** On the application's Lettuce connection factory, whose client Baton shares. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnBean(LettuceConnectionFactory.class)
+    static class OnTheApplicationsLettuceClient {
+
+        /** Closes the client before the connection factory stops; it depends on the factory for that. */
+        @Bean
+        @ConditionalOnMissingBean(Baton.class)
+        BatonLifecycle batonLifecycle(LettuceConnectionFactory connectionFactory) {
+            return new BatonLifecycle();
+        }
+
+        /**
+         * The client, which connects on first use (see the class comment).
+         *
+         * <p>Its first use throws {@link IllegalStateException} if the connection factory's
+         * client is neither a {@link RedisClient} nor a {@link RedisClusterClient}.
+         */
+        @Bean(destroyMethod = "close")
+        @Lazy
+        @ConditionalOnMissingBean(Baton.class)
+        public Baton baton(LettuceConnectionFactory connectionFactory, BatonLifecycle lifecycle, BatonProperties properties,
+                           ObjectProvider<BatonOptionsCustomizer> customizers,
+                           ObjectProvider<LeaseLostListener> leaseLostListeners,
+                           ObjectProvider<BatonObserver> observers) {
+            BatonOptions options = options(properties.apply(BatonOptions.builder()), customizers, leaseLostListeners, observers);
+            return new LazyBaton(options, () -> lifecycle.created(open(connectionFactory, options)));
+        }
+
+        private static Baton open(LettuceConnectionFactory connectionFactory, BatonOptions options) {
+            AbstractRedisClient client = connectionFactory.getRequiredNativeClient();
+            if (client instanceof RedisClusterClient cluster) {
+                return Baton.create(cluster, options);
+            }
+            if (client instanceof RedisClient standalone) {
+                return Baton.create(standalone, options);
+            }
+            throw new IllegalStateException("Baton needs a Lettuce RedisClient or RedisClusterClient, but the connection "
+                    + "factory's client is a " + client.getClass().getName());
+        }
     }
 
     /**
-     * The client, which connects on first use (see the class comment).
-     *
-     * <p>Its first use throws {@link IllegalStateException} if the connection factory's client is
-     * neither a {@link RedisClient} nor a {@link RedisClusterClient}.
+     * Without a Lettuce connection factory (Redisson's starter, Jedis): a Lettuce client of
+     * Baton's own from the application's Redis connection details, shut down with Baton.
      */
-    @Bean(destroyMethod = "close")
-    @Lazy
-    @ConditionalOnMissingBean(Baton.class)
-    public Baton baton(LettuceConnectionFactory connectionFactory, BatonLifecycle lifecycle, BatonProperties properties,
-                       ObjectProvider<BatonOptionsCustomizer> customizers,
-                       ObjectProvider<LeaseLostListener> leaseLostListeners,
-                       ObjectProvider<BatonObserver> observers) {
-        // The options are built now, so that a wrong property fails the start, not the first use.
-        BatonOptions.Builder builder = properties.apply(BatonOptions.builder());
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnMissingBean(LettuceConnectionFactory.class)
+    @ConditionalOnBean(DataRedisConnectionDetails.class)
+    static class OnItsOwnLettuceClient {
+
+        @Bean
+        @ConditionalOnMissingBean(Baton.class)
+        BatonLifecycle batonLifecycle() {
+            return new BatonLifecycle();
+        }
+
+        /**
+         * The client, which connects on first use (see the class comment); its first use throws
+         * {@link IllegalStateException} for connection details it cannot carry.
+         */
+        @Bean(destroyMethod = "close")
+        @Lazy
+        @ConditionalOnMissingBean(Baton.class)
+        public Baton baton(DataRedisConnectionDetails details, ObjectProvider<DataRedisProperties> redisProperties,
+                           BatonLifecycle lifecycle, BatonProperties properties,
+                           ObjectProvider<BatonOptionsCustomizer> customizers,
+                           ObjectProvider<LeaseLostListener> leaseLostListeners,
+                           ObjectProvider<BatonObserver> observers) {
+            DataRedisProperties redis = redisProperties.getIfAvailable(DataRedisProperties::new);
+            BatonOptions options = options(properties.apply(BatonOptions.builder()), customizers, leaseLostListeners, observers);
+            return new LazyBaton(options, () -> {
+                ConnectionDetailsUris uris = ConnectionDetailsUris.of(details, redis.getSsl().isEnabled(), redis.getClientName());
+                return lifecycle.created(Baton.create(options.toBuilder().redisUris(uris.uris()).cluster(uris.cluster()).build()));
+            });
+        }
+    }
+
+    /** The options from the properties, every listener, observer and customizer bean. */
+    private static BatonOptions options(BatonOptions.Builder builder, ObjectProvider<BatonOptionsCustomizer> customizers,
+                                        ObjectProvider<LeaseLostListener> leaseLostListeners,
+                                        ObjectProvider<BatonObserver> observers) {
+        // Built when the bean is created, so that a wrong property fails the start, not the first use.
         List<LeaseLostListener> listeners = leaseLostListeners.orderedStream().toList();
         if (!listeners.isEmpty()) {
             builder.leaseLostListener(listeners.size() == 1 ? listeners.get(0) : new LeaseLostListeners(listeners));
@@ -75,23 +148,7 @@ public class BatonAutoConfiguration {
             builder.observer(observerList.size() == 1 ? observerList.get(0) : new BatonObservers(observerList));
         }
         customizers.orderedStream().forEach(c -> c.customize(builder));
-        BatonOptions options = builder.build();
-        return new LazyBaton(options, () -> open(connectionFactory, lifecycle, options));
-    }
-
-    private static Baton open(LettuceConnectionFactory connectionFactory, BatonLifecycle lifecycle, BatonOptions options) {
-        AbstractRedisClient client = connectionFactory.getRequiredNativeClient();
-        Baton baton;
-        if (client instanceof RedisClusterClient cluster) {
-            baton = Baton.create(cluster, options);
-        } else if (client instanceof RedisClient standalone) {
-            baton = Baton.create(standalone, options);
-        } else {
-            throw new IllegalStateException("Baton needs a Lettuce RedisClient or RedisClusterClient, but the connection "
-                    + "factory's client is a " + client.getClass().getName());
-        }
-        lifecycle.created(baton);
-        return baton;
+        return builder.build();
     }
 
     /**

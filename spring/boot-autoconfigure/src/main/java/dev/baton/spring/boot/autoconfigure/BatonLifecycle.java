@@ -19,12 +19,17 @@ final class BatonLifecycle implements SmartLifecycle {
     private boolean running;
     private boolean stopped;
 
-    /** The lazy bean was created; if the context has stopped meanwhile, it is closed at once. */
-    synchronized void created(Baton baton) {
+    /**
+     * The client was opened; if the context has stopped meanwhile, it is closed at once.
+     *
+     * @return {@code baton}
+     */
+    synchronized Baton created(Baton baton) {
         this.baton = baton;
         if (stopped) {
             baton.close();
         }
+        return baton;
     }
 
     /** The client once the lazy bean was created, else null. */
