@@ -87,7 +87,9 @@ public interface Baton extends AutoCloseable {
      * reverse. The locks may come from several clients and be of any lock kind.
      *
      * @throws NullPointerException     if {@code locks} or an element is null
-     * @throws IllegalArgumentException if {@code locks} is empty or names one lock twice
+     * @throws IllegalArgumentException if {@code locks} is empty or names one name twice (of any
+     *                                  kind, on any Redis: for one name on several Redis
+     *                                  deployments use {@link #redLock(String, List)})
      */
     static BatonMultiLock multiLock(List<? extends BatonLock> locks) {
         return DefaultBaton.multiLock(locks);

@@ -11,8 +11,8 @@ import java.util.concurrent.locks.Lock;
  * write locks, on one Redis or on several. When one of them cannot be taken, every lock already
  * taken is released again, in reverse order, before the call returns or throws.
  *
- * <p>The locks are always taken in one canonical order (by name, then by the Redis they live
- * on), whatever order the caller listed them in, so two multi-locks over the same locks can never
+ * <p>The locks are always taken in one canonical order (by name; each name may appear once),
+ * whatever order the caller listed them in, so two multi-locks over the same locks can never
  * deadlock each other. Released in the reverse order.
  *
  * <p>How a wait ends is as for {@link BatonLock}; a wait time applies to the whole set.

@@ -175,6 +175,11 @@ class MultiLockTest {
         assertThrows(IllegalArgumentException.class, () -> Baton.multiLock(List.of()));
         assertThrows(NullPointerException.class, () -> Baton.multiLock((List<BatonLock>) null));
         assertThrows(IllegalArgumentException.class, () -> Baton.multiLock(a1.lock("x"), a1.lock("x")));
+        // One name appears once whatever its kind or Redis: the order is by name alone, so every
+        // process agrees on it whatever objects stand for the locks.
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> Baton.multiLock(a1.lock("x"), a2.lock("x")))
+                .getMessage().contains("RedLock"));
+        assertThrows(IllegalArgumentException.class, () -> Baton.multiLock(a1.lock("x"), a1.readWriteLock("x").writeLock()));
         assertThrows(UnsupportedOperationException.class, () -> Baton.multiLock(a1.lock("x")).newCondition());
     }
 }

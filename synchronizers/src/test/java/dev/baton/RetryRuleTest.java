@@ -149,6 +149,46 @@ class RetryRuleTest {
         assertEquals(0L, redis.command("EXISTS", "retry-m1", "retry-m2", "retry-m3"));
     }
 
+    /**
+     * A multi-lock that gives back what it took (its wait ran out) and whose give-back Redis did
+     * not confirm: nobody holds the set, so nobody calls unlock again; Baton does, so the member
+     * is free soon after Redis answers again (not at the end of its 30 s lease), and the owner's
+     * next acquisition and unlock of the set leave nothing held (no kept hold folded into a
+     * re-entry). Found by review: before, the kept hold was re-entered and renewed for ever.
+     */
+    @Test
+    void aMultiLocksGiveBackThatRedisDidNotConfirmIsFinishedByBaton() throws Exception {
+        java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            BatonLock blocker = direct.lock("gb-b");
+            assertTrue(other.submit(() -> blocker.tryLock()).get(5, TimeUnit.SECONDS));
+            BatonMultiLock multi = Baton.multiLock(behindProxy.lock("gb-a"), behindProxy.lock("gb-b"));
+            java.util.concurrent.Future<Boolean> attempt = java.util.concurrent.Executors.newSingleThreadExecutor()
+                    .submit(() -> multi.tryLock(1_500, TimeUnit.MILLISECONDS));
+            Await.until(Duration.ofSeconds(5), () -> "gb-a taken", () -> redis.command("EXISTS", "gb-a").equals(1L));
+            proxy.setBlackhole(true);
+            try {
+                assertFalse(attempt.get(10, TimeUnit.SECONDS), "gb-b stays held: the wait runs out and gb-a is given back");
+            } catch (java.util.concurrent.ExecutionException e) {
+                // Its last attempt at gb-b met the blackhole too: reported so, gb-a given back all the same.
+                assertTrue(e.getCause() instanceof RedisUnavailableException, String.valueOf(e.getCause()));
+            }
+            proxy.setBlackhole(false);
+            proxy.cutAll();
+            // Baton calls the give-back again at most 2 s apart once Redis answers.
+            Await.until(Duration.ofSeconds(5), () -> "gb-a free again", () -> redis.command("EXISTS", "gb-a").equals(0L));
+            assertTrue(other.submit(() -> {
+                blocker.unlock();
+                return true;
+            }).get(5, TimeUnit.SECONDS));
+            assertTrue(multi.tryLock(5, TimeUnit.SECONDS));
+            multi.unlock();
+            assertEquals(0L, redis.command("EXISTS", "gb-a", "gb-b"), "nothing left held by the owner");
+        } finally {
+            other.shutdownNow();
+        }
+    }
+
     @Test
     void semaphoreReleasesAndHandlesCountOnceUnderAGenericLoop() {
         BatonSemaphore semaphore = behindProxy.semaphore("retry-sem");
@@ -181,6 +221,9 @@ class RetryRuleTest {
         ExpirablePermit permit = expirable.acquirePermit(60, TimeUnit.SECONDS);
         retriedToSuccess("ExpirablePermit.close", retrying(permit::close));
         assertEquals(2, direct.permitExpirableSemaphore("retry-exp").availablePermits());
+        stoppedAtOnce("expirable addPermits(3)", retrying(() -> expirable.addPermits(3)));
+        Await.until(Duration.ofSeconds(10), () -> "addPermits finished by Baton",
+                () -> direct.permitExpirableSemaphore("retry-exp").availablePermits() == 5);
     }
 
     @Test
@@ -221,6 +264,79 @@ class RetryRuleTest {
         assertTrue(countDown.endedBy() instanceof DoNotRetryException, "ended with " + countDown.endedBy());
         assertEquals(1, countDown.calls());
         assertEquals(1, direct.countDownLatch("retry-synced-latch").getCount(), "counted once");
+    }
+
+    /**
+     * With a real replica that stops acknowledging (SIGSTOP) after the grant: a lock's unlock and
+     * a permits handle's close land on the master and throw DoNotRetryException, the handle's
+     * close again too (not a RedisUnavailableException a loop would retry for ever); and an unlock
+     * whose lease was lost meanwhile reports the loss (LeaseLostException), not "landed".
+     */
+    @Test
+    void aReleaseThatRanWithoutItsReplicaIsJudgedByWhatTheMasterAnswered() throws Exception {
+        try (RedisServer replica = RedisServer.start("replicaof " + redis.host() + " " + redis.port())) {
+            Await.until(Duration.ofSeconds(10), () -> "the replica in sync", () -> {
+                String info = (String) redis.command("INFO", "replication");
+                return info.contains("connected_slaves:1") && info.contains("state=online");
+            });
+            Baton synced = clients.open(BatonOptions.builder().redisUri(redis.uri()).commandTimeout(TIMEOUT)
+                    .replicaSync(1, Duration.ofMillis(300), BatonOptions.ReplicaSyncFailure.FAIL).build());
+            BatonLock lock = synced.lock("retry-replica");
+            lock.lock();
+            replica.pause();
+            try {
+                Retried unlock = retryingOnly(lock::unlock);
+                assertTrue(unlock.endedBy() instanceof DoNotRetryException, "ended with " + unlock.endedBy());
+                assertEquals(1, unlock.calls());
+                assertEquals(0L, redis.command("EXISTS", "retry-replica"), "released on the master");
+            } finally {
+                replica.resume();
+            }
+
+            untilSynced(lock::lock);
+            assertTrue(direct.lock("retry-replica").forceUnlock(), "the lease taken away behind the holder's back");
+            replica.pause();
+            try {
+                assertThrows(LeaseLostException.class, lock::unlock, "the master answered 'not held': a lost lease");
+            } finally {
+                replica.resume();
+            }
+
+            direct.semaphore("retry-replica-sem").trySetPermits(1);
+            SemaphorePermits[] permits = new SemaphorePermits[1];
+            untilSynced(() -> {
+                try {
+                    permits[0] = synced.semaphore("retry-replica-sem").acquirePermits(1);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            replica.pause();
+            try {
+                Retried close = retryingOnly(permits[0]::close);
+                assertTrue(close.endedBy() instanceof DoNotRetryException, "ended with " + close.endedBy());
+                assertTrue(close.endedBy().getCause() instanceof ReplicaSyncException);
+                assertThrows(DoNotRetryException.class, permits[0]::close, "and so does every close after it");
+                assertEquals(1, direct.semaphore("retry-replica-sem").availablePermits(), "released once");
+            } finally {
+                replica.resume();
+            }
+        }
+    }
+
+    /** Runs an acquire until the replica acknowledges it again (replica sync waits a full WAIT once a second). */
+    private static void untilSynced(Runnable acquire) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try {
+                acquire.run();
+                return;
+            } catch (ReplicaSyncException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+            }
+        }
     }
 
     /** The same loop without a fault of its own (the fault is the missing replica). */

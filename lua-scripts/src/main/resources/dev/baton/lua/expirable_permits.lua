@@ -1,18 +1,19 @@
 -- expirable_permits: return expired permits to the pool, then read or change the count.
 --
 -- KEYS[1..3]  as expirable_acquire.lua: count, "{<name>}:timeout", channel
--- ARGV[1]     what to do: "available" | "set" | "try_set" | "add"
--- ARGV[2]     the number for set (total permits: available + taken), try_set (available, only
---             if the semaphore does not exist) or add (change to available, may be negative)
+-- ARGV[1]     what to do: "available" | "set" | "try_set" (addPermits runs semaphore_add.lua,
+--             exactly once per request id)
+-- ARGV[2]     the number for set (total permits: available + taken) or try_set (available, only
+--             if the semaphore does not exist)
 -- ARGV[3]     the largest count allowed (2147483647)
 --
 -- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
 --          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
 -- Reply    available: the available permits; set: the new available count; try_set: 1 = set,
---          0 = exists already; add: the new available count
---          error "BATON_ARG ..." when add would overflow; WRONGTYPE for a name of another type
--- Publishes the new count on KEYS[3] when expired permits were returned, and when set, try_set
--- or add made permits available.
+--          0 = exists already
+--          WRONGTYPE for a name of another type
+-- Publishes the new count on KEYS[3] when expired permits were returned, and when set or
+-- try_set made permits available.
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and kind ~= 'string' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. kind .. ', not a semaphore')
@@ -48,12 +49,4 @@ if op == 'set' then
   end
   return value
 end
-if available + n > tonumber(ARGV[3]) then
-  return redis.error_reply('BATON_ARG adding ' .. n .. ' permits to ' .. available .. ' available would overflow '
-    .. KEYS[1] .. ' (at most ' .. ARGV[3] .. ')')
-end
-local value = redis.call('incrby', KEYS[1], n)
-if n > 0 then
-  redis.call(ARGV[#ARGV], KEYS[3], value)
-end
-return value
+return redis.error_reply('BATON_ARG unknown operation ' .. tostring(op))

@@ -1,23 +1,24 @@
 package dev.baton.internal;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.baton.BatonLock;
 import dev.baton.BatonMultiLock;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /*
- * All-or-nothing over several locks, deadlock-free by taking them in one canonical order (name,
- * then the Redis they live on) whatever order the caller gave. Each lock does its own waiting
+ * All-or-nothing over several locks, deadlock-free by taking them in one canonical order (by
+ * name; a name may appear once) whatever order the caller gave. Each lock does its own waiting
  * through its client's acquire engine (leases, renewal, wake-ups); this class only sequences
  * those acquisitions, one after the other within one wait budget, and undoes a partial
  * acquisition, in reverse order, on every failure path: refused, timed out, cancelled
@@ -42,12 +43,27 @@ final class MultiLock implements BatonMultiLock {
     private final List<BatonLock> locks;
     private final Scheduler clock;
     /**
-     * Per owner, the members whose release Redis did not confirm at the owner's last unlock
-     * (each kept its hold, as a lock's unconfirmed unlock does): the owner's next unlock releases
-     * only those, so calling unlock again after a RedisUnavailableException completes it and
-     * never meets the members already released. Dropped when the owner starts a new acquisition.
+     * Per multi-lock (its names) and owner, the members whose release Redis did not confirm at
+     * the owner's last unlock (each kept its hold, as a lock's unconfirmed unlock does), and what
+     * else that unlock met (a lost lease): the owner's next unlock of the same names releases only
+     * those members, so calling unlock again after a RedisUnavailableException completes it, never
+     * meets the members already released, and still reports the loss. Shared by every instance
+     * over the same names (a retry may build the multi-lock again), dropped when the owner starts
+     * a new acquisition of them, forgotten an hour after an unlock nobody called again.
      */
-    private final Map<Long, List<Integer>> unconfirmed = new ConcurrentHashMap<>();
+    private static final Cache<String, Pending> UNCONFIRMED = Caffeine.newBuilder()
+            .expireAfterWrite(Duration.ofHours(1)).maximumSize(10_000).build();
+
+    /** What the owner's next unlock must still do: the members to release, and a loss to report. */
+    private record Pending(List<Integer> members, Throwable reported) {
+    }
+
+    /** Retries of a give-back that Redis did not confirm: first after 250 ms, at most 2 s apart, 5 minutes in all. */
+    private static final long GIVE_BACK_RETRY_FIRST_MS = 250;
+    private static final long GIVE_BACK_RETRY_MAX_MS = 2_000;
+    private static final long GIVE_BACK_RETRY_FOR_NANOS = TimeUnit.MINUTES.toNanos(5);
+
+    private final String names;
 
     MultiLock(List<? extends BatonLock> given, Scheduler clock) {
         this.clock = clock;
@@ -59,18 +75,27 @@ final class MultiLock implements BatonMultiLock {
         for (BatonLock lock : given) {
             Objects.requireNonNull(lock, "locks element");
             if (!seen.add(orderKey(lock))) {
-                throw new IllegalArgumentException("lock '" + lock.getName() + "' is named twice");
+                throw new IllegalArgumentException("lock '" + lock.getName() + "' is named twice: a multi-lock takes each "
+                        + "name once (for one name on several Redis deployments, use a RedLock)");
             }
         }
         List<BatonLock> ordered = new ArrayList<>(given);
         ordered.sort(Comparator.comparing(MultiLock::orderKey));
         this.locks = List.copyOf(ordered);
+        List<String> each = new ArrayList<>();
+        ordered.forEach(l -> each.add(l.getName()));
+        this.names = String.join("\u0000", each);
     }
 
-    /** Name first, then where it lives: the same for every process that names the same locks. */
+    /**
+     * The canonical order: by name alone, which every process sees the same whatever object
+     * stands for a lock (the client's own, or a view of a client not opened yet, as Spring's
+     * auto-configured bean gives out). A name may appear once: two locks of one name (two kinds
+     * on one Redis share the key; the same name on two Redis deployments is what a RedLock is
+     * for) would have no order every process agrees on.
+     */
     private static String orderKey(BatonLock lock) {
-        String where = lock instanceof RedisLock r ? r.services.target() : "";
-        return lock.getName() + "\u0000" + where + "\u0000" + lock.getClass().getSimpleName();
+        return lock.getName();
     }
 
     @Override
@@ -150,14 +175,17 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public CompletionStage<Void> unlockAsync(long ownerId) {
-        List<Integer> members = unconfirmed.remove(ownerId);
-        if (members == null) {
-            members = new ArrayList<>();
+        String key = pendingKey(ownerId);
+        Pending pending = UNCONFIRMED.asMap().remove(key);
+        List<Integer> order = new ArrayList<>();
+        if (pending != null) {
+            order.addAll(pending.members());
+        } else {
             for (int i = locks.size() - 1; i >= 0; i--) {
-                members.add(i);
+                order.add(i);
             }
         }
-        List<Integer> order = members;
+        Throwable reportedBefore = pending == null ? null : pending.reported();
         Throwable[] errors = new Throwable[locks.size()];
         CompletableFuture<Void> all = CompletableFuture.completedFuture(null);
         for (int index : order) {
@@ -177,7 +205,7 @@ final class MultiLock implements BatonMultiLock {
         return all.thenApply(ignored -> {
             List<Integer> notConfirmed = new ArrayList<>();
             List<String> names = new ArrayList<>();
-            Throwable first = null;
+            Throwable first = reportedBefore;
             for (int index : order) {
                 Throwable e = errors[index];
                 if (e == null) {
@@ -186,19 +214,21 @@ final class MultiLock implements BatonMultiLock {
                 if (Failures.isConnectionFailure(e)) {
                     notConfirmed.add(index);
                     names.add(locks.get(index).getName());
+                    continue;
                 }
                 if (first == null) {
                     first = e;
-                } else {
+                } else if (first != e) {
                     first.addSuppressed(e);
                 }
             }
             if (!notConfirmed.isEmpty()) {
-                unconfirmed.put(ownerId, notConfirmed);
-                dev.baton.RedisUnavailableException e = new dev.baton.RedisUnavailableException("unlock of " + this
-                        + " by owner " + ownerId + " could not be confirmed for " + names + " (the other members are"
-                        + " released); those keep their holds, and calling unlock again completes them", first);
-                throw e;
+                // Whatever else this unlock met (a lost lease) is thrown by the call that completes it.
+                UNCONFIRMED.put(key, new Pending(notConfirmed, first));
+                Throwable unconfirmedCause = errors[notConfirmed.get(0)];
+                throw new dev.baton.RedisUnavailableException("unlock of " + this + " by owner " + ownerId
+                        + " could not be confirmed for " + names + " (the other members are released); those keep"
+                        + " their holds, and calling unlock again on these names completes them", unconfirmedCause);
             }
             if (first != null) {
                 throw first instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(first);
@@ -287,7 +317,7 @@ final class MultiLock implements BatonMultiLock {
         }
 
         CompletableFuture<Boolean> start() {
-            unconfirmed.remove(ownerId);
+            UNCONFIRMED.invalidate(pendingKey(ownerId));
             next(0);
             return result;
         }
@@ -347,11 +377,19 @@ final class MultiLock implements BatonMultiLock {
             return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<Void> here;
+        BatonLock lock = locks.get(from);
         try {
-            here = locks.get(from).unlockAsync(ownerId).toCompletableFuture();
+            here = lock.unlockAsync(ownerId).toCompletableFuture();
         } catch (RuntimeException e) {
             here = CompletableFuture.failedFuture(e);
         }
+        here.whenComplete((ok, error) -> {
+            if (error != null && Failures.isConnectionFailure(error)) {
+                // Nobody holds the set, so nobody would call unlock again: Baton does, until
+                // Redis confirms (the hold was kept, as an unconfirmed unlock keeps it).
+                finishGiveBack(lock, ownerId, clock.nanoTime() + GIVE_BACK_RETRY_FOR_NANOS, GIVE_BACK_RETRY_FIRST_MS);
+            }
+        });
         return here.handle((ok, error) -> releaseFrom(from - 1, ownerId).handle((rest, restError) -> {
             Throwable e = error != null ? Failures.unwrap(error) : null;
             if (e != null && restError != null) {
@@ -363,6 +401,30 @@ final class MultiLock implements BatonMultiLock {
             }
             return (Void) null;
         })).thenCompose(next -> next);
+    }
+
+    /** Calls a given-back member's unlock again after {@code delayMs}, while Redis does not confirm it. */
+    private void finishGiveBack(BatonLock lock, long ownerId, long deadline, long delayMs) {
+        if (clock.nanoTime() > deadline) {
+            return; // its renewal stopped before the first attempt: it ends with its lease in Redis
+        }
+        clock.schedule(() -> {
+            CompletableFuture<?> again;
+            try {
+                again = lock.unlockAsync(ownerId).toCompletableFuture();
+            } catch (RuntimeException e) {
+                return; // closed, or no longer held: nothing to finish
+            }
+            again.whenComplete((ok, error) -> {
+                if (error != null && Failures.isConnectionFailure(error)) {
+                    finishGiveBack(lock, ownerId, deadline, Math.min(GIVE_BACK_RETRY_MAX_MS, delayMs * 2));
+                }
+            });
+        }, delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    private String pendingKey(long ownerId) {
+        return names + "\u0000" + ownerId;
     }
 
     @Override

@@ -430,8 +430,12 @@ class RedisLock implements BatonLock {
             if (error != null) {
                 Throwable cause = Failures.unwrap(error);
                 if (cause instanceof dev.baton.ReplicaSyncException) {
-                    // Released on the master; too few replicas have it yet. The hold is over.
-                    if (heldBefore <= 1) {
+                    // Ran on the master; too few replicas have it yet. What it answered decides:
+                    // a release (the hold is over: not to be called again) or a lost lease.
+                    Object reply = ReplicaShortfall.replyOf(cause);
+                    if (reply instanceof CommandExecutor.Delivered<?> ran && ran.value() instanceof Long left) {
+                        settle(lease, owner, heldBefore, unconfirmedBefore, new CommandExecutor.Delivered<>(left, ran.resent()));
+                    } else if (heldBefore <= 1) {
                         services.leases().released(lease, recipe.kind());
                     }
                     throw Failures.doNotRetry(cause);
@@ -447,25 +451,36 @@ class RedisLock implements BatonLock {
                         + "again completes the release" + (heldBefore <= 1
                         ? " (renewal has stopped, so the lock also ends when its lease runs out)" : ""), cause);
             }
-            long left = delivered.value();
-            if (left >= 0) {
-                lease.releaseUnconfirmed = false;
-                if (left == 0) {
-                    services.leases().released(lease, recipe.kind());
-                } else {
-                    lease.holds = (int) left;
-                }
-                return null;
-            }
-            if (heldBefore == 1 && (delivered.resent() || unconfirmedBefore)) {
-                services.leases().released(lease, recipe.kind());
-                log.debug("release of '{}' by {} found nothing held: an earlier copy of it released the lock", name, owner);
-                return null;
-            }
-            String reason = "its lease expired or the lock was deleted before unlock";
-            services.leases().lostOnRelease(lease, heldBefore - 1, reason);
-            throw leaseLost(owner, reason);
+            settle(lease, owner, heldBefore, unconfirmedBefore, delivered);
+            return null;
         });
+    }
+
+    /**
+     * What a release's reply means for the hold: holds left (the last one released), or nothing
+     * held, which is a release that had landed before (a re-sent copy, or a call again after an
+     * unconfirmed unlock) or else a lost lease, reported and thrown as LeaseLostException.
+     */
+    private void settle(Lease lease, String owner, int heldBefore, boolean unconfirmedBefore,
+                        CommandExecutor.Delivered<Long> delivered) {
+        long left = delivered.value();
+        if (left >= 0) {
+            lease.releaseUnconfirmed = false;
+            if (left == 0) {
+                services.leases().released(lease, recipe.kind());
+            } else {
+                lease.holds = (int) left;
+            }
+            return;
+        }
+        if (heldBefore == 1 && (delivered.resent() || unconfirmedBefore)) {
+            services.leases().released(lease, recipe.kind());
+            log.debug("release of '{}' by {} found nothing held: an earlier copy of it released the lock", name, owner);
+            return;
+        }
+        String reason = "its lease expired or the lock was deleted before unlock";
+        services.leases().lostOnRelease(lease, heldBefore - 1, reason);
+        throw leaseLost(owner, reason);
     }
 
     /** Why an owner with no lease here cannot release or update: its lease was lost ({@code lostReason}), or it never held. */

@@ -173,7 +173,19 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public CompletionStage<Void> addPermitsAsync(int permits) {
-        return permitsOp("add", permits).thenApply(count -> null);
+        if (permits == 0) {
+            return CompletableFuture.completedFuture(null);
+        }
+        // The plain semaphore's exactly-once add (the count and channel are laid out alike): a
+        // copy re-sent after a lost reply adds once, and an unconfirmed add is finished by Baton
+        // and reported as DoNotRetryException (the retry rule).
+        services.checkOpen();
+        Requests ids = services.requests();
+        String key = Requests.key(name, Requests.newId());
+        return Requests.notToBeRepeated(ids.<Long>deliver(Script.SEMAPHORE_ADD, CommandExecutor.Reply.INTEGER,
+                ids.withForgotten(name, List.of(name, channel, key)),
+                List.of(Integer.toString(permits), MAX_PERMITS, ids.memoryArg()), name, key,
+                "adding " + permits + " permits to semaphore '" + name + "'").foreground()).thenApply(count -> null);
     }
 
     private CompletableFuture<Long> permitsOp(String op, int n) {
@@ -205,6 +217,14 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
                                 + "the same id completes it", cause);
                     }
                     if (cause instanceof dev.baton.ReplicaSyncException) {
+                        // Ran on the master: a permit it released is not to be released again; one
+                        // it did not find is answered as without replica sync (not held).
+                        Object reply = ReplicaShortfall.replyOf(cause);
+                        boolean notFound = reply instanceof CommandExecutor.Delivered<?> ran && Long.valueOf(0).equals(ran.value())
+                                && !ran.resent() && !requests.takeUnconfirmed(name + "\u0000" + id);
+                        if (notFound) {
+                            return false;
+                        }
                         throw Failures.doNotRetry(cause);
                     }
                     throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);

@@ -106,18 +106,28 @@ final class RedisSemaphore implements BatonSemaphore {
             return permits;
         }
 
+        /**
+         * Releases the permits once, however often it is called: after a
+         * RedisUnavailableException, calling it again waits for the same release (Baton keeps
+         * sending it). A release that landed with too few replicas acknowledging it throws
+         * DoNotRetryException, on this call and every later one.
+         */
         @Override
         public void close() {
-            Requests.Delivery<Long> sent = release.get();
-            if (sent == null) {
-                Requests.Delivery<Long> fresh = add(permits, releaseId, "release of " + permitsWord(permits) + " of semaphore '" + name + "'");
-                if (release.compareAndSet(null, fresh)) {
-                    Blocking.join(fresh.foreground());
-                    return;
+            try {
+                Requests.Delivery<Long> sent = release.get();
+                if (sent == null) {
+                    Requests.Delivery<Long> fresh = add(permits, releaseId, "release of " + permitsWord(permits) + " of semaphore '" + name + "'");
+                    if (release.compareAndSet(null, fresh)) {
+                        Blocking.join(fresh.foreground());
+                        return;
+                    }
+                    sent = release.get();
                 }
-                sent = release.get();
+                Blocking.join(executorBound(sent.landed()));
+            } catch (dev.baton.ReplicaSyncException landed) {
+                throw Failures.doNotRetry(landed);
             }
-            Blocking.join(executorBound(sent.landed()));
         }
     }
 

@@ -133,7 +133,7 @@ final class ReplicaSyncer {
                 String message = "only " + count + " of " + config.replicas() + " replicas acknowledged " + what
                         + " within " + Durations.readableNanos(TimeUnit.MILLISECONDS.toNanos(waitMs));
                 if (failWhenShort) {
-                    throw new ReplicaSyncException(message, count, config.replicas());
+                    throw new ReplicaShortfall(message, count, config.replicas(), reply);
                 }
                 log.debug("{}; accepted as configured", message);
             } else if (replicasShort && probe) {

@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -33,7 +34,9 @@ import java.util.function.Supplier;
  * of {@link Baton#create} within the command timeout, and the next call tries again. Callers
  * that meet an opening already under way wait for that one instead of opening their own.
  * {@link #leasesHeld()} and {@link #heldLeases()} answer for a client not yet opened without
- * opening it (nothing is held then).
+ * opening it (nothing is held then). The first call waits for the opening (at most the command
+ * timeout; 3 s at least for a JVM's first client) without answering an interrupt; an asynchronous
+ * method whose opening fails returns a failed stage.
  */
 final class LazyBaton implements Baton {
     private final BatonOptions options;
@@ -101,8 +104,25 @@ final class LazyBaton implements Baton {
         try {
             return pending.join();
         } catch (CompletionException e) {
-            throw e.getCause() instanceof RuntimeException re ? re : e;
+            throw ownCopy(e.getCause());
         }
+    }
+
+    /**
+     * The opening's failure as a caller that waited for it sees it: an exception of its own (the
+     * same type and message, the opener's as its cause), since callers add to what they catch.
+     */
+    private static RuntimeException ownCopy(Throwable failure) {
+        if (failure instanceof dev.baton.RedisUnavailableException) {
+            return new dev.baton.RedisUnavailableException(failure.getMessage(), failure);
+        }
+        if (failure instanceof IllegalArgumentException) {
+            return new IllegalArgumentException(failure.getMessage(), failure);
+        }
+        if (failure instanceof IllegalStateException) {
+            return new IllegalStateException(failure.getMessage(), failure);
+        }
+        return failure instanceof RuntimeException re ? re : new IllegalStateException(failure);
     }
 
     /** The real client if it has been opened, else null; never opens it. */
@@ -242,7 +262,15 @@ final class LazyBaton implements Baton {
             }
             T resolved = target;
             if (resolved == null) {
-                resolved = resolve.apply(client());
+                try {
+                    resolved = resolve.apply(client());
+                } catch (RuntimeException e) {
+                    // An asynchronous method reports through its stage, as the client's own do.
+                    if (CompletionStage.class.isAssignableFrom(method.getReturnType())) {
+                        return CompletableFuture.failedFuture(e);
+                    }
+                    throw e;
+                }
                 target = resolved;
             }
             try {
