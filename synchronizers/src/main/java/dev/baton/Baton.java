@@ -40,6 +40,8 @@ public interface Baton extends AutoCloseable {
      * @throws IllegalArgumentException  if the options name no Redis URI
      * @throws RedisUnavailableException if Redis cannot be reached within the command timeout (the
      *                                   first client of a JVM: at least 3 s)
+     * @throws BatonException            if Redis refused the credentials (WRONGPASS, NOAUTH): not
+     *                                   an outage, calling again will not help
      */
     static Baton create(BatonOptions options) {
         Objects.requireNonNull(options, "options");
@@ -80,6 +82,17 @@ public interface Baton extends AutoCloseable {
         Objects.requireNonNull(client, "client");
         Objects.requireNonNull(options, "options");
         return DefaultBaton.open(client, options);
+    }
+
+    /**
+     * A new owner id for the {@code *Async} methods, unique in this JVM and never the id of a
+     * thread: thread ids are positive and these are negative, so work given one of them never
+     * re-enters (or releases) a hold that a thread took with the blocking methods. Any
+     * {@code long} is accepted as an owner id; a hand-picked one such as {@code 42} is also the id
+     * of some thread, whose blocking holds it would share.
+     */
+    static long newOwnerId() {
+        return DefaultBaton.newOwnerId();
     }
 
     /**

@@ -1,6 +1,7 @@
 package dev.baton;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -175,6 +176,36 @@ public interface BatonLock extends Lock {
      * that releases it on {@link LockHold#close()}.
      */
     LockHold acquire(long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Acquires the lock like {@link #tryLock(long, TimeUnit)} and, if it was acquired, returns a
+     * handle that releases it on {@link LockHold#close()}: a bounded wait without a hand-written
+     * try/finally.
+     * <pre>{@code
+     * Optional<LockHold> held = lock.tryAcquire(2, TimeUnit.SECONDS);
+     * if (held.isEmpty()) {
+     *     return; // busy elsewhere
+     * }
+     * try (LockHold hold = held.get()) {
+     *     // one process at a time
+     * }
+     * }</pre>
+     *
+     * @return the hold, or empty if the wait time elapsed first
+     * @throws InterruptedException      if interrupted while waiting; nothing is held then
+     * @throws RedisUnavailableException as {@link #tryLock(long, TimeUnit)}
+     */
+    Optional<LockHold> tryAcquire(long waitTime, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Acquires the lock like {@link #tryLock(long, long, TimeUnit)} and, if it was acquired,
+     * returns a handle that releases it on {@link LockHold#close()}.
+     *
+     * @return the hold, or empty if the wait time elapsed first
+     * @throws IllegalArgumentException if {@code leaseTime == 0}
+     * @throws InterruptedException     if interrupted while waiting; nothing is held then
+     */
+    Optional<LockHold> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
     /** Not supported: a distributed lock has no conditions. */
     @Override

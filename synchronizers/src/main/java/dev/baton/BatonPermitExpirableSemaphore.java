@@ -73,6 +73,16 @@ public interface BatonPermitExpirableSemaphore {
     ExpirablePermit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException;
 
     /**
+     * Takes a permit like {@link #tryAcquire(long, long, TimeUnit)} and, if one was taken, returns
+     * it as a handle whose {@link ExpirablePermit#close()} returns it.
+     *
+     * @return the permit, or empty if the wait time elapsed first
+     * @throws IllegalArgumentException if {@code leaseTime == 0}
+     * @throws InterruptedException     if interrupted while waiting; nothing taken then
+     */
+    Optional<ExpirablePermit> tryAcquirePermit(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /**
      * Returns the permit. Re-sent on connection failures within the command timeout; safe to
      * call again after a {@link RedisUnavailableException}.
      *

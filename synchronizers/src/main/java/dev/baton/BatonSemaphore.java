@@ -1,5 +1,6 @@
 package dev.baton;
 
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
@@ -84,6 +85,17 @@ public interface BatonSemaphore {
      * {@link SemaphorePermits#close()} releases them, for try-with-resources.
      */
     SemaphorePermits acquirePermits(int permits) throws InterruptedException;
+
+    /**
+     * Takes {@code permits} permits like {@link #tryAcquire(int, long, TimeUnit)} and, if they
+     * were taken, returns a handle whose {@link SemaphorePermits#close()} releases them: a bounded
+     * wait without a hand-written try/finally.
+     *
+     * @return the handle, or empty if the timeout elapsed first (nothing taken)
+     * @throws IllegalArgumentException if {@code permits < 1}
+     * @throws InterruptedException     if interrupted while waiting; nothing taken then
+     */
+    Optional<SemaphorePermits> tryAcquirePermits(int permits, long timeout, TimeUnit unit) throws InterruptedException;
 
     /** Returns one permit; see {@link #release(int)}. */
     void release();

@@ -36,6 +36,13 @@ final class DefaultBaton implements Baton {
         return new DefaultBaton(ClientRuntime.open(client, options), options);
     }
 
+    private static final java.util.concurrent.atomic.AtomicLong OWNER_IDS = new java.util.concurrent.atomic.AtomicLong();
+
+    /** -1, -2, ...: below every thread id, which is positive. */
+    static long newOwnerId() {
+        return OWNER_IDS.decrementAndGet();
+    }
+
     static BatonMultiLock multiLock(List<? extends BatonLock> locks) {
         return ClientRuntime.multiLock(locks);
     }

@@ -2,7 +2,8 @@ package dev.baton;
 
 /**
  * One permit of a {@link BatonPermitExpirableSemaphore}, for try-with-resources: {@link #close()}
- * returns it (unless it expired meanwhile); once it has, a second close does nothing. A close that
+ * returns it, and reports a permit that expired before it ({@link LeaseLostException}); once it
+ * has, a second close does nothing. A close that
  * threw {@link RedisUnavailableException} did not confirm the release: calling it again sends it
  * again (a release by permit id counts once however often it is sent).
  */
@@ -13,6 +14,9 @@ public interface ExpirablePermit extends AutoCloseable {
     /**
      * Returns the permit; after a release that Redis answered, further calls do nothing.
      *
+     * @throws LeaseLostException       if the permit was no longer held: its lease ran out (or
+     *                                   it was released elsewhere) first, so the holder's work
+     *                                   may have overlapped another holder's
      * @throws RedisUnavailableException if Redis did not confirm the release in time; call
      *                                   {@code close()} again to send it again
      */

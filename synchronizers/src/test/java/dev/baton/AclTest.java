@@ -196,9 +196,12 @@ class AclTest {
                     redis.resume();
                 }
             }
-            RedisUnavailableException wrong = assertThrows(RedisUnavailableException.class,
+            BatonException wrong = assertThrows(BatonException.class,
                     () -> Baton.create("redis://reader:wrongpassword@" + redis.host() + ":" + redis.port()));
             shown.add(String.valueOf(wrong));
+            assertFalse(wrong instanceof RedisUnavailableException, "a refusal of the credentials is no outage: " + wrong);
+            assertTrue(wrong.getMessage().contains("refused Baton's credentials") && wrong.getMessage().contains("WRONGPASS"),
+                    "says what Redis refused: " + wrong.getMessage());
             RedisUnavailableException unreachable = assertThrows(RedisUnavailableException.class,
                     () -> Baton.create(BatonOptions.builder().redisUri("redis://reader:t0psecret@127.0.0.1:1")
                             .commandTimeout(Duration.ofMillis(500)).build()));

@@ -65,7 +65,7 @@ class GuideExamplesTest extends TwoClientsTest {
         Baton baton = a;
         // snippet lock-async begins
         BatonLock lock = baton.lock("orders:42");
-        long owner = 42; // any number that names this piece of work inside this client
+        long owner = Baton.newOwnerId(); // names this piece of work; never the id of a thread
 
         CompletableFuture<Void> done = lock.tryLockAsync(5, 30, TimeUnit.SECONDS, owner)
                 .thenCompose(acquired -> {

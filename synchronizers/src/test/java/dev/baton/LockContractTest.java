@@ -342,6 +342,8 @@ abstract class LockContractTest extends TwoClientsTest {
         WrongTypeException e = assertThrows(WrongTypeException.class, () -> lock(a, "a-list").tryLock());
         assertEquals("a-list", e.key());
         assertTrue(e.getMessage().contains("a-list"), e.getMessage());
+        assertTrue(e.getMessage().contains("holds a list"), "says what it found: " + e.getMessage());
+        assertTrue(e.getMessage().contains("another Redisson object"), "and who may use the name: " + e.getMessage());
         assertThrows(WrongTypeException.class, () -> lock(a, "a-list").forceUnlock());
         assertEquals(1L, redis.command("LLEN", "a-list"));
     }

@@ -376,6 +376,12 @@ final class CommandExecutor {
                 if (isConnectionFailure(translated)) {
                     onUnreachable.run();
                 }
+                if (translated instanceof dev.baton.WrongTypeException wrong && key != null && !what.startsWith("TYPE")) {
+                    // Say what the name holds: one read, bounded like any; without it if that fails.
+                    read("TYPE", key, c -> c.type(key)).whenComplete((type, typeError) -> result.completeExceptionally(
+                            type == null ? wrong : Failures.wrongType(wrong, type)));
+                    return;
+                }
                 result.completeExceptionally(translated);
             }
         });

@@ -92,6 +92,17 @@ final class Failures {
                 cause);
     }
 
+    private static final String ANOTHER_OBJECT = ": another Redisson object (a map, a bucket, another kind of "
+            + "synchronizer) or other code may be using this name. Baton leaves it untouched; give the synchronizer "
+            + "another name, or remove the key if nothing needs it";
+
+    /** The same refusal, saying what the key holds ({@code TYPE}'s answer). */
+    static WrongTypeException wrongType(WrongTypeException refused, String type) {
+        return new WrongTypeException(refused.key(), "Redis key '" + refused.key() + "' holds a " + type
+                + ", not what this synchronizer uses" + ANOTHER_OBJECT + " (" + refused.getCause().getMessage() + ")",
+                refused.getCause());
+    }
+
     static Throwable unwrap(Throwable e) {
         while (e instanceof CompletionException && e.getCause() != null) {
             e = e.getCause();
@@ -117,7 +128,7 @@ final class Failures {
             }
             if (message.contains("WRONGTYPE")) {
                 return new WrongTypeException(key, "Redis key '" + key + "' holds a value of another type than "
-                        + "this synchronizer uses; Baton leaves it untouched (" + what + ": " + message + ")", ree);
+                        + "this synchronizer uses" + ANOTHER_OBJECT + " (" + what + ": " + message + ")", ree);
             }
             return new BatonException("Redis refused " + what + ": " + message, ree);
         }

@@ -334,8 +334,17 @@ record LettuceConnections(StatefulConnection<String, String> commands,
                     + "created with a URI (standalone or Sentinel) or a RedisClusterClient", e);
         }
         List<String> safe = redacted(options);
-        return new RedisUnavailableException("cannot connect to Redis " + (safe.isEmpty() ? "(application's client)" : safe) + ": "
-                + Failures.unwrap(e).getMessage(), e);
+        String where = safe.isEmpty() ? "(application's client)" : safe.toString();
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            String message = String.valueOf(cause.getMessage());
+            if (message.contains("WRONGPASS") || message.contains("NOAUTH") || message.contains("invalid password")) {
+                // Not an outage: calling again will not pass until the credentials change.
+                return new dev.baton.BatonException("Redis " + where + " refused Baton's credentials: "
+                        + message.substring(Math.max(0, Math.max(message.indexOf("WRONGPASS"), message.indexOf("NOAUTH"))))
+                        + "; check the username and password", e);
+            }
+        }
+        return new RedisUnavailableException("cannot connect to Redis " + where + ": " + Failures.unwrap(e).getMessage(), e);
     }
 
     private static void closeQuietly(StatefulConnection<?, ?> connection, AbstractRedisClient owned) {

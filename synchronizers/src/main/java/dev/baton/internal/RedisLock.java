@@ -128,6 +128,18 @@ class RedisLock implements BatonLock {
     }
 
     @Override
+    public java.util.Optional<LockHold> tryAcquire(long waitTime, TimeUnit unit) throws InterruptedException {
+        long owner = Names.threadOwner();
+        return tryLock(waitTime, unit) ? java.util.Optional.of(new Hold(owner)) : java.util.Optional.empty();
+    }
+
+    @Override
+    public java.util.Optional<LockHold> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long owner = Names.threadOwner();
+        return tryLock(waitTime, leaseTime, unit) ? java.util.Optional.of(new Hold(owner)) : java.util.Optional.empty();
+    }
+
+    @Override
     public boolean isHeldByCurrentThread() {
         return isHeldByThread(Names.threadOwner());
     }

@@ -96,7 +96,21 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
     @Override
     public ExpirablePermit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException {
-        String id = acquire(leaseTime, unit);
+        return handle(acquire(leaseTime, unit));
+    }
+
+    @Override
+    public Optional<ExpirablePermit> tryAcquirePermit(long waitTime, long leaseTime, TimeUnit unit)
+            throws InterruptedException {
+        return tryAcquire(waitTime, leaseTime, unit).map(this::handle);
+    }
+
+    /**
+     * A permit as a handle: closing it releases the permit once. A permit that had expired (or was
+     * released elsewhere) before the close is reported, as a lock reports its lost lease: its
+     * holder's work may have overlapped another holder's.
+     */
+    private ExpirablePermit handle(String id) {
         CloseOnce once = new CloseOnce();
         return new ExpirablePermit() {
             @Override
@@ -106,7 +120,13 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
             @Override
             public void close() {
-                once.close(() -> tryRelease(id));
+                once.close(() -> {
+                    if (!tryRelease(id)) {
+                        throw new dev.baton.LeaseLostException(name, "permit " + id + " of semaphore '" + name
+                                + "' was no longer held at close: its lease ran out (or it was released elsewhere) "
+                                + "first, so another holder may have used it meanwhile");
+                    }
+                });
             }
         };
     }

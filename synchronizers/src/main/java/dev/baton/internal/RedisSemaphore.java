@@ -80,6 +80,13 @@ final class RedisSemaphore implements BatonSemaphore {
     }
 
     @Override
+    public java.util.Optional<SemaphorePermits> tryAcquirePermits(int permits, long timeout, TimeUnit unit)
+            throws InterruptedException {
+        return tryAcquire(permits, timeout, unit)
+                ? java.util.Optional.of(new Permits(permits, Requests.newId())) : java.util.Optional.empty();
+    }
+
+    @Override
     public SemaphorePermits acquirePermits(int permits) throws InterruptedException {
         Args.permits(permits);
         PermitsAttempt attempt = new PermitsAttempt(permits);

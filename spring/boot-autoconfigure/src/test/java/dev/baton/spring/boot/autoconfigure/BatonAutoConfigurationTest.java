@@ -388,6 +388,21 @@ class BatonAutoConfigurationTest {
                 "baton.integration.lease-time", "baton.shedlock.key-prefix")) {
             assertTrue(metadata.contains("\"name\": \"" + name + "\""), name + " in " + metadata);
         }
+        // The IDE shows each default: Baton's own for the options the properties leave unset.
+        Map<String, String> defaults = Map.of(
+                "baton.command-timeout", "\"" + BatonOptions.DEFAULT_COMMAND_TIMEOUT.toSeconds() + "s\"",
+                "baton.watchdog-timeout", "\"" + BatonOptions.DEFAULT_WATCHDOG_TIMEOUT.toSeconds() + "s\"",
+                "baton.renewal-batch-size", Integer.toString(BatonOptions.DEFAULT_RENEWAL_BATCH_SIZE),
+                "baton.fair-lock-waiter-timeout", "\"" + BatonOptions.DEFAULT_FAIR_LOCK_WAITER_TIMEOUT.toSeconds() + "s\"",
+                "baton.replica-sync.timeout", "\"1s\"", "baton.integration.registry-key", "\"lock-registry\"",
+                "baton.shedlock.key-prefix", "\"shedlock:\"", "baton.enabled", "true");
+        for (Map.Entry<String, String> expected : defaults.entrySet()) {
+            java.util.regex.Matcher entry = java.util.regex.Pattern.compile("\\{[^{}]*\"name\": \""
+                    + java.util.regex.Pattern.quote(expected.getKey()) + "\"[^{}]*}").matcher(metadata);
+            assertTrue(entry.find(), expected.getKey() + " in " + metadata);
+            assertTrue(entry.group().contains("\"defaultValue\": " + expected.getValue()),
+                    expected.getKey() + " shows its default " + expected.getValue() + ": " + entry.group());
+        }
     }
 
     @Configuration
