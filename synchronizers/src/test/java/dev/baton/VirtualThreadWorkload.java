@@ -19,6 +19,133 @@ public final class VirtualThreadWorkload {
 
     public static void main(String[] args) throws Exception {
         String uri = args[0];
+        // Every pinned virtual thread, however short (JFR's jdk.VirtualThreadPinned, threshold 0),
+        // through reflection: this class compiles for Java 17, where jdk.jfr is not resolved.
+        // A warm-up first: a class's first use loads, links and initializes it, which pins a
+        // virtual thread on any JDK (the JVM's doing, not a lock Baton holds).
+        run(uri, false);
+        contendedWithATickingProbe(uri, 50, false);
+        Class<?> recordingType = Class.forName("jdk.jfr.Recording");
+        Object recording = recordingType.getConstructor().newInstance();
+        Object settings = recordingType.getMethod("enable", String.class).invoke(recording, "jdk.VirtualThreadPinned");
+        Class<?> settingsType = Class.forName("jdk.jfr.EventSettings");
+        settingsType.getMethod("withThreshold", java.time.Duration.class).invoke(settings, java.time.Duration.ZERO);
+        settingsType.getMethod("withStackTrace").invoke(settings);
+        recordingType.getMethod("start").invoke(recording);
+        try {
+            run(uri, true);
+            contendedWithATickingProbe(uri, 2_000, true);
+        } finally {
+            recordingType.getMethod("stop").invoke(recording);
+            java.nio.file.Path dump = java.nio.file.Files.createTempFile("baton-vt-", ".jfr");
+            recordingType.getMethod("dump", java.nio.file.Path.class).invoke(recording, dump);
+            recordingType.getMethod("close").invoke(recording);
+            List<?> events = (List<?>) Class.forName("jdk.jfr.consumer.RecordingFile")
+                    .getMethod("readAllEvents", java.nio.file.Path.class).invoke(null, dump);
+            Method stackOf = Class.forName("jdk.jfr.consumer.RecordedEvent").getMethod("getStackTrace");
+            Method framesOf = Class.forName("jdk.jfr.consumer.RecordedStackTrace").getMethod("getFrames");
+            Method methodOf = Class.forName("jdk.jfr.consumer.RecordedFrame").getMethod("getMethod");
+            Method typeOf = Class.forName("jdk.jfr.consumer.RecordedMethod").getMethod("getType");
+            Method nameOfMethod = Class.forName("jdk.jfr.consumer.RecordedMethod").getMethod("getName");
+            Method nameOfType = Class.forName("jdk.jfr.consumer.RecordedClass").getMethod("getName");
+            int pinnedInBaton = 0;
+            int pinnedLoading = 0;
+            StringBuilder where = new StringBuilder();
+            Method typeOfEvent = Class.forName("jdk.jfr.consumer.RecordedEvent").getMethod("getEventType");
+            Method nameOfEventType = Class.forName("jdk.jfr.EventType").getMethod("getName");
+            Method stringField = Class.forName("jdk.jfr.consumer.RecordedObject").getMethod("getString", String.class);
+            int pinnedEvents = 0;
+            for (Object event : events) {
+                if (!"jdk.VirtualThreadPinned".equals(nameOfEventType.invoke(typeOfEvent.invoke(event)))) {
+                    continue; // other enabled events (Lettuce records its own)
+                }
+                pinnedEvents++;
+                Object stack = stackOf.invoke(event);
+                List<String> frames = new ArrayList<>();
+                if (stack != null) {
+                    for (Object frame : (List<?>) framesOf.invoke(stack)) {
+                        Object method = methodOf.invoke(frame);
+                        frames.add(nameOfType.invoke(typeOf.invoke(method)) + "." + nameOfMethod.invoke(method));
+                    }
+                }
+                // Loading, initializing or linking a class pins a virtual thread on any JDK (once, at
+                // first use): the JVM's doing, not a lock Baton holds. Counted apart.
+                String why;
+                try {
+                    why = stringField.invoke(event, "blockingOperation") + ", " + stringField.invoke(event, "pinnedReason");
+                } catch (ReflectiveOperationException | RuntimeException e) {
+                    why = "(no reason recorded by this JDK)"; // the fields came with JDK 24
+                }
+                boolean loading = why.contains("initialization") || frames.stream().anyMatch(f -> f.startsWith("java.lang.ClassLoader.loadClass")
+                        || f.startsWith("java.lang.invoke.MethodHandleNatives.link")
+                        || f.startsWith("jdk.internal.misc.Unsafe.ensureClassInitialized")
+                        || f.startsWith("java.lang.invoke.ClassSpecializer"));
+                if (loading) {
+                    pinnedLoading++;
+                } else if (frames.stream().anyMatch(f -> f.startsWith("dev.baton.internal"))) {
+                    pinnedInBaton++;
+                    if (where.length() < 4_000) {
+                        where.append("\n  ").append(why);
+                        frames.stream().limit(24).forEach(f -> where.append("\n    ").append(f));
+                    }
+                }
+            }
+            java.nio.file.Files.deleteIfExists(dump);
+            System.out.println("virtual-threads pinned=" + pinnedEvents + " whileLoadingClasses=" + pinnedLoading
+                    + " pinnedInBaton=" + pinnedInBaton + where);
+        }
+    }
+
+    /**
+     * Thousands of virtual threads on one lock with the scheduler at two carriers, while a probe
+     * virtual thread ticks every 10 ms: a carrier pinned by a thread parked inside Baton would
+     * stall the probe. Reports the largest gap between two ticks.
+     */
+    private static void contendedWithATickingProbe(String uri, int count, boolean report) throws Exception {
+        Method factory = java.util.concurrent.Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
+        ExecutorService threads = (ExecutorService) factory.invoke(null);
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.atomic.AtomicLong largestGap = new java.util.concurrent.atomic.AtomicLong();
+        AtomicInteger held = new AtomicInteger();
+        try (Baton baton = Baton.create(uri)) {
+            Future<?> probe = threads.submit(() -> {
+                long last = System.nanoTime();
+                while (running.get()) {
+                    Thread.sleep(10);
+                    long now = System.nanoTime();
+                    largestGap.accumulateAndGet(now - last, Math::max);
+                    last = now;
+                }
+                return null;
+            });
+            List<Future<?>> work = new ArrayList<>();
+            for (int t = 0; t < count; t++) {
+                work.add(threads.submit(() -> {
+                    BatonLock lock = baton.lock("vt-contended");
+                    if (lock.tryLock(60, TimeUnit.SECONDS)) {
+                        try {
+                            held.incrementAndGet();
+                        } finally {
+                            lock.unlock();
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : work) {
+                f.get(2, TimeUnit.MINUTES);
+            }
+            running.set(false);
+            probe.get(10, TimeUnit.SECONDS);
+        } finally {
+            threads.shutdownNow();
+        }
+        if (report) {
+            System.out.println("virtual-threads contended=" + held.get() + " probeLargestGapMs=" + largestGap.get() / 1_000_000);
+        }
+    }
+
+    private static void run(String uri, boolean report) throws Exception {
         Method factory = java.util.concurrent.Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
         AtomicInteger overlaps = new AtomicInteger();
         AtomicInteger wrongOwner = new AtomicInteger();
@@ -65,6 +192,8 @@ public final class VirtualThreadWorkload {
         } finally {
             threads.shutdownNow();
         }
-        System.out.println("virtual-threads done=" + done.get() + " overlaps=" + overlaps.get() + " wrongOwner=" + wrongOwner.get());
+        if (report) {
+            System.out.println("virtual-threads done=" + done.get() + " overlaps=" + overlaps.get() + " wrongOwner=" + wrongOwner.get());
+        }
     }
 }

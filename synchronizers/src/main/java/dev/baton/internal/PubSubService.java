@@ -16,14 +16,17 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 
 /*
  * The pub/sub service shares one subscription connection among every waiter of a client.
  * Channels are reference-counted: the first waiter on a channel sends SUBSCRIBE, the last one
- * to leave sends UNSUBSCRIBE. Both are sent while holding the map's monitor, which never waits
- * on I/O (Lettuce only queues the command), so SUBSCRIBE and UNSUBSCRIBE of one channel reach
+ * to leave sends UNSUBSCRIBE. Both are sent while holding the map's lock (a ReentrantLock, so a
+ * virtual thread that Lettuce's write path parks unmounts instead of pinning its carrier), which
+ * never waits on I/O (Lettuce only queues the command), so SUBSCRIBE and UNSUBSCRIBE of one channel reach
  * Redis in the order the map decided them, and the server's state always ends up matching the
  * map.
  *
@@ -66,6 +69,12 @@ final class PubSubService implements AutoCloseable {
     private final Map<String, Channel> channels = new HashMap<>();
     private final AtomicLong arrivals = new AtomicLong();
     private boolean closed;
+    /**
+     * Guards {@link #channels} and {@link #closed}. A j.u.c. lock, not a monitor: SUBSCRIBE and
+     * UNSUBSCRIBE are handed to Lettuce while it is held, and a virtual thread that parks under a
+     * monitor pins its carrier on JDK 21 to 23.
+     */
+    private final ReentrantLock lock = new ReentrantLock();
 
     PubSubService(StatefulRedisPubSubConnection<String, String> connection, Subscriber subscriber, CommandExecutor executor) {
         this.subscriber = subscriber;
@@ -108,7 +117,8 @@ final class PubSubService implements AutoCloseable {
      */
     Subscription subscribe(String channelName, WakeRule wakeRule, String tag) {
         Waiter waiter = new Waiter(tag, arrivals.incrementAndGet());
-        synchronized (channels) {
+        lock.lock();
+        try {
             if (closed) {
                 throw new IllegalStateException("Baton client is closed");
             }
@@ -123,6 +133,8 @@ final class PubSubService implements AutoCloseable {
             }
             channel.add(waiter);
             return new Subscription(channel, waiter);
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -138,15 +150,21 @@ final class PubSubService implements AutoCloseable {
 
     /** How many channels this client is subscribed to now (for tests and inspection). */
     int channelCount() {
-        synchronized (channels) {
+        lock.lock();
+        try {
             return channels.size();
+        } finally {
+            lock.unlock();
         }
     }
 
     private void onMessage(String channelName, String message) {
         Channel channel;
-        synchronized (channels) {
+        lock.lock();
+        try {
             channel = channels.get(channelName);
+        } finally {
+            lock.unlock();
         }
         if (channel != null) {
             channel.deliver(message);
@@ -155,8 +173,11 @@ final class PubSubService implements AutoCloseable {
 
     private void onSubscribed(String channelName) {
         Channel channel;
-        synchronized (channels) {
+        lock.lock();
+        try {
             channel = channels.get(channelName);
+        } finally {
+            lock.unlock();
         }
         if (channel != null && channel.subscribedEvents.incrementAndGet() > 1) {
             // A re-subscription after a reconnect (the first event confirms our own SUBSCRIBE):
@@ -167,7 +188,8 @@ final class PubSubService implements AutoCloseable {
     }
 
     private CompletableFuture<Void> leave(Channel channel, Waiter waiter) {
-        synchronized (channels) {
+        lock.lock();
+        try {
             channel.remove(waiter);
             if (waiter.hasPendingSignal()) {
                 // The leaver was woken but will not act on it: pass the wake-up on.
@@ -186,18 +208,23 @@ final class PubSubService implements AutoCloseable {
                         log.debug("UNSUBSCRIBE {} failed; the channel stays subscribed until reconnect", channel.name, e);
                         return null;
                     });
+        } finally {
+            lock.unlock();
         }
     }
 
     /** Wakes every waiter (they re-check) and stops accepting new ones. */
     @Override
     public void close() {
-        synchronized (channels) {
+        lock.lock();
+        try {
             closed = true;
             for (Channel channel : channels.values()) {
                 channel.wake(Integer.MAX_VALUE, null);
             }
             channels.clear();
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -205,7 +232,7 @@ final class PubSubService implements AutoCloseable {
     final class Subscription {
         private final Channel channel;
         private final Waiter waiter;
-        private boolean left;
+        private final AtomicBoolean left = new AtomicBoolean();
 
         private Subscription(Channel channel, Waiter waiter) {
             this.channel = channel;
@@ -223,11 +250,8 @@ final class PubSubService implements AutoCloseable {
 
         /** Leaves the channel; completes when any UNSUBSCRIBE it caused is confirmed. */
         CompletableFuture<Void> close() {
-            synchronized (this) {
-                if (left) {
-                    return CompletableFuture.completedFuture(null);
-                }
-                left = true;
+            if (!left.compareAndSet(false, true)) {
+                return CompletableFuture.completedFuture(null);
             }
             return leave(channel, waiter);
         }
@@ -253,7 +277,7 @@ final class PubSubService implements AutoCloseable {
             this.wakeRule = wakeRule;
         }
 
-        /** Joins a waiter; called under the service's monitor. */
+        /** Joins a waiter; called under the service's lock. */
         void add(Waiter waiter) {
             waiters.put(waiter.arrival(), waiter);
             if (waiter.tag() != null) {
@@ -261,7 +285,7 @@ final class PubSubService implements AutoCloseable {
             }
         }
 
-        /** Removes a waiter; called under the service's monitor. */
+        /** Removes a waiter; called under the service's lock. */
         void remove(Waiter waiter) {
             waiters.remove(waiter.arrival());
             if (waiter.tag() != null) {
