@@ -293,7 +293,7 @@ class ClusterTest {
                             return true;
                         });
                         (onVictim ? victimPasses : healthyPasses).incrementAndGet();
-                    } catch (RedisUnavailableException | LeaseLostException | SynchronizerDeletedException e) {
+                    } catch (RedisUnavailableException | DoNotRetryException | LeaseLostException | SynchronizerDeletedException e) {
                         // Documented outcomes while a master restarts empty: unreachable, its
                         // leases lost, its semaphores gone. Only for names on that master.
                         failures.merge(e.getClass().getSimpleName(), 1, Integer::sum);

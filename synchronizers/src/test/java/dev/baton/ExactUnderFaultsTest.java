@@ -130,7 +130,7 @@ class ExactUnderFaultsTest {
                     } else {
                         try {
                             semaphore.release();
-                        } catch (RedisUnavailableException e) {
+                        } catch (DoNotRetryException e) {
                             failedReleases.incrementAndGet(); // Baton finishes it; not repeated
                         }
                     }
@@ -144,7 +144,7 @@ class ExactUnderFaultsTest {
                 for (int i = 0; i < countDownsEach; i++) {
                     try {
                         latch.countDown();
-                    } catch (RedisUnavailableException e) {
+                    } catch (DoNotRetryException e) {
                         failedCountDowns.incrementAndGet(); // Baton finishes it; not repeated
                     }
                     countDownsSent.incrementAndGet();
