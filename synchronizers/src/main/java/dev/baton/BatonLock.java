@@ -281,7 +281,10 @@ public interface BatonLock extends Lock {
      * @throws LeaseLostException           if the lease had already run out or the lock was
      *                                      deleted; reported to the {@link LeaseLostListener} too
      * @throws RedisUnavailableException    if Redis did not confirm the update within the command
-     *                                      timeout (+ 150 ms); the old lease still applies
+     *                                      timeout (+ 150 ms); the hold keeps the old lease,
+     *                                      unless the update reached Redis and runs when it
+     *                                      answers again: call {@code updateLease} again to be
+     *                                      sure
      */
     void updateLease(Duration leaseTime);
 

@@ -157,11 +157,18 @@ class FaultTest {
         Baton waiting = open(redis.uri());
         BatonLock held = holder.lock("stranded");
         held.lock(); // watchdog lease: 30 s, longer than the wait below
-        Future<Boolean> waiter = threads.submit(() -> waiting.lock("stranded").tryLock(20, TimeUnit.SECONDS));
+        Future<Long> waiter = threads.submit(() -> {
+            assertTrue(waiting.lock("stranded").tryLock(20, TimeUnit.SECONDS));
+            return System.nanoTime();
+        });
         redis.awaitSubscribers("redisson_lock__channel:{stranded}", 1);
         redis.command("CLIENT", "KILL", "TYPE", "pubsub");
+        long released = System.nanoTime();
         held.unlock(); // its message may be lost; the re-subscription makes waiters re-check
-        assertTrue(waiter.get(25, TimeUnit.SECONDS));
+        long wentOnAfter = waiter.get(25, TimeUnit.SECONDS) - released;
+        // The per-fault table: a waiter goes on within 1 s of the release after a CLIENT KILL.
+        assertTrue(wentOnAfter <= Bounds.within(Bounds.WAKE).toNanos(), "the waiter went on "
+                + wentOnAfter / 1_000_000 + " ms after the release, bound " + Bounds.within(Bounds.WAKE).toMillis() + " ms");
     }
 
     @Test

@@ -60,4 +60,93 @@ class GuaranteesDocTest {
         assertTrue(checked > 50, "the docs name their tests: " + checked);
         assertEquals(List.of(), missing);
     }
+
+    /** A test named in backticks: {@code `SomethingTest`}, with or without a method. */
+    private static final Pattern ANY_TEST = Pattern.compile("`[A-Z]\\w*Test\\b");
+    /** A promise of a bound in prose: "within 1 s", "at most 300 ms", "no later than the ...". */
+    private static final Pattern BOUND = Pattern.compile("\\b(within|at most|no later than)\\s+(\\d|a second|a third|the command)");
+
+    /**
+     * A promise names the test that holds it: every row of a table whose header has a
+     * "checked by" column names a test in that column (README.md and every page of docs/), and
+     * every paragraph of guarantees.md that promises a bound in prose names a test too.
+     * Before this check, a prose promise (the cohort paragraph's "within 1 s") passed unchecked.
+     */
+    @Test
+    void everyPromiseNamesItsTest() throws IOException {
+        List<Path> docs = new ArrayList<>(List.of(ROOT.resolve("README.md")));
+        try (Stream<Path> files = Files.walk(ROOT.resolve("docs"))) {
+            files.filter(p -> p.toString().endsWith(".md")).forEach(docs::add);
+        }
+        List<String> unnamed = new ArrayList<>();
+        int rows = 0;
+        for (Path doc : docs) {
+            List<String> lines = Files.readAllLines(doc);
+            int checkedBy = -1;
+            for (int i = 0; i < lines.size(); i++) {
+                String line = lines.get(i).strip();
+                if (!line.startsWith("|")) {
+                    checkedBy = -1;
+                    continue;
+                }
+                List<String> cells = cells(line);
+                if (checkedBy < 0) {
+                    // A table's header: find its "checked by" column, if any.
+                    for (int c = 0; c < cells.size(); c++) {
+                        if (cells.get(c).strip().equalsIgnoreCase("checked by")) {
+                            checkedBy = c;
+                        }
+                    }
+                    if (checkedBy < 0) {
+                        checkedBy = Integer.MAX_VALUE; // a table without one: skip its rows
+                    }
+                    continue;
+                }
+                if (checkedBy == Integer.MAX_VALUE || line.matches("\\|[-:| ]+\\|")) {
+                    continue;
+                }
+                rows++;
+                String cell = checkedBy < cells.size() ? cells.get(checkedBy) : "";
+                if (!ANY_TEST.matcher(cell).find()) {
+                    unnamed.add(ROOT.relativize(doc) + ":" + (i + 1) + ": " + line.substring(0, Math.min(120, line.length())));
+                }
+            }
+        }
+        assertTrue(rows > 80, "promise rows checked: " + rows);
+
+        Path guarantees = ROOT.resolve("docs/guarantees.md");
+        String text = Files.readString(guarantees);
+        String cannot = "## What it cannot promise";
+        String promised = text.contains(cannot) ? text.substring(0, text.indexOf(cannot)) : text;
+        for (String paragraph : promised.split("\\n\\s*\\n")) {
+            String p = paragraph.strip();
+            if (p.startsWith("|") || p.startsWith("#") || p.startsWith("```") || p.startsWith("<!--")) {
+                continue;
+            }
+            if (BOUND.matcher(p).find() && !ANY_TEST.matcher(p).find()) {
+                unnamed.add("docs/guarantees.md: a prose promise naming no test: " + p.substring(0, Math.min(160, p.length())));
+            }
+        }
+        assertEquals(List.of(), unnamed, "promises that name no test");
+    }
+
+    /** The cells of a table row, split at pipes outside backticks. */
+    private static List<String> cells(String row) {
+        List<String> cells = new ArrayList<>();
+        StringBuilder cell = new StringBuilder();
+        boolean code = false;
+        for (int i = 1; i < row.length(); i++) {
+            char c = row.charAt(i);
+            if (c == '`') {
+                code = !code;
+            }
+            if (c == '|' && !code) {
+                cells.add(cell.toString());
+                cell.setLength(0);
+            } else {
+                cell.append(c);
+            }
+        }
+        return cells;
+    }
 }

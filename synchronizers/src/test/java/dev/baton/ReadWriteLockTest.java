@@ -174,19 +174,25 @@ class ReadWriteLockTest extends TwoClientsTest {
             }
             return null;
         });
-        BatonLock write = a.readWriteLock("busy").writeLock();
-        assertTrue(write.tryLock(20, TimeUnit.SECONDS), "the writer got in while readers kept coming");
-        long atGrant = readerCycles.get();
-        writerDone.set(true);
+        // A read hold of its own keeps the writer out until the watcher has seen its mark, so the
+        // writer always waits and the count below always has something to count.
+        BatonLock pin = b.readWriteLock("busy").readLock();
+        pin.lock();
+        Future<Long> writer = threads.submit(() -> {
+            BatonLock write = a.readWriteLock("busy").writeLock();
+            assertTrue(write.tryLock(20, TimeUnit.SECONDS), "the writer got in while readers kept coming");
+            long atGrant = readerCycles.get();
+            writerDone.set(true);
+            write.unlock();
+            return atGrant;
+        });
         watcher.get(30, TimeUnit.SECONDS);
-        write.unlock();
+        assertTrue(atMark.get() >= 0, "the watcher saw the waiting writer's mark");
+        pin.unlock();
+        long atGrant = writer.get(30, TimeUnit.SECONDS);
         stop.set(true);
         for (Future<?> f : readers) {
             f.get(30, TimeUnit.SECONDS);
-        }
-        if (atMark.get() < 0) {
-            System.out.println("[rwlock] the writer got in on its first attempt (no reader held); nothing to count");
-            return;
         }
         long afterMark = atGrant - atMark.get();
         System.out.println("[rwlock] reads granted after the writer's mark was seen: " + afterMark);

@@ -97,11 +97,18 @@ class SentinelFailoverTest {
 
                 // The holder releases on the new master; every waiter goes on.
                 releaseThroughTheFailover("the lock", busy::unlock);
+                long lockReleased = System.nanoTime();
                 // A release and a countDown are never repeated (their javadoc): one that Redis did
                 // not confirm is finished by Baton in the background.
                 doOnce(() -> synced.semaphore("permits").release());
                 doOnce(() -> synced.countDownLatch("gate").countDown());
                 long released = System.nanoTime();
+                // The per-fault table's number: the holder's release goes through within 1 s (the
+                // client's reconnects to the Sentinels' new master are at most 1 s apart) + the
+                // command timeout + 150 ms of the promotion.
+                Duration releaseBound = Bounds.failure(BatonOptions.DEFAULT_COMMAND_TIMEOUT.plusSeconds(1));
+                assertTrue(lockReleased - promotedAt <= releaseBound.toNanos(), "the holder's release went through "
+                        + (lockReleased - promotedAt) / 1_000_000 + " ms after the promotion, bound " + releaseBound.toMillis() + " ms");
                 Duration afterRelease = Bounds.within(Bounds.WAKE);
                 for (Future<Long> waiter : List.of(lockWaiter, permitWaiter, latchWaiter)) {
                     long wokenAfter = waiter.get(60, TimeUnit.SECONDS) - released;

@@ -114,13 +114,12 @@ class BatonLockRegistryTest {
         Lock wanted = BatonLockRegistry.builder(b, "jobs").build().obtain("nightly");
         held.lock();
         CountDownLatch waiting = new CountDownLatch(1);
-        Future<Boolean> waiter = pool.submit(() -> {
+        Future<Long> waiter = pool.submit(() -> {
             waiting.countDown();
-            boolean got = wanted.tryLock(10, TimeUnit.SECONDS);
-            if (got) {
-                wanted.unlock();
-            }
-            return got;
+            assertTrue(wanted.tryLock(10, TimeUnit.SECONDS), "woken by the release and acquired");
+            long at = System.nanoTime();
+            wanted.unlock();
+            return at;
         });
         assertTrue(waiting.await(5, TimeUnit.SECONDS));
         redis.awaitSubscribers("redisson_lock__channel:{jobs:nightly}", 1);
@@ -128,8 +127,11 @@ class BatonLockRegistryTest {
         Thread.sleep(1000); // the waiter waits a second: a polling registry would ask Redis many times
         long asked = redis.calls("evalsha") + redis.calls("eval") - scriptsBefore;
         assertTrue(asked <= 2, "scripts sent while one waiter waited a second: " + asked);
+        long released = System.nanoTime();
         held.unlock();
-        assertTrue(waiter.get(5, TimeUnit.SECONDS), "woken by the release and acquired");
+        long wokenAfter = waiter.get(5, TimeUnit.SECONDS) - released;
+        assertTrue(wokenAfter <= Bounds.within(Bounds.WAKE).toNanos(), "woken " + wokenAfter / 1_000_000
+                + " ms after the release, bound " + Bounds.within(Bounds.WAKE).toMillis() + " ms");
     }
 
     @Test
@@ -310,20 +312,28 @@ class BatonLockRegistryTest {
     @Test
     void springIntegrationsLeaderInitiatorElectsOneLeaderAndFailsOver() throws Exception {
         Set<String> leaders = ConcurrentHashMap.newKeySet();
+        // Checked at every grant, not in a snapshot: while no leader is being stopped, a grant
+        // that finds another leader is two at a time.
+        java.util.concurrent.atomic.AtomicBoolean handingOver = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.List<String> twoAtATime = new java.util.concurrent.CopyOnWriteArrayList<>();
         CountDownLatch firstGranted = new CountDownLatch(1);
         CountDownLatch secondGranted = new CountDownLatch(1);
         CountDownLatch oneRevoked = new CountDownLatch(1);
         CountDownLatch twoRevoked = new CountDownLatch(1);
-        LockRegistryLeaderInitiator one = initiator(a, "one", leaders, firstGranted, secondGranted, oneRevoked);
-        LockRegistryLeaderInitiator two = initiator(b, "two", leaders, firstGranted, secondGranted, twoRevoked);
+        LockRegistryLeaderInitiator one = initiator(a, "one", leaders, firstGranted, secondGranted, oneRevoked,
+                handingOver, twoAtATime);
+        LockRegistryLeaderInitiator two = initiator(b, "two", leaders, firstGranted, secondGranted, twoRevoked,
+                handingOver, twoAtATime);
         one.start();
         two.start();
         try {
             assertTrue(firstGranted.await(10, TimeUnit.SECONDS), "a leader was elected");
-            Thread.sleep(1000); // several heartbeats: the other must not become leader too
+            Thread.sleep(1000); // several heartbeats (200 ms): the other keeps trying and must not become leader too
             assertEquals(1, leaders.size(), "one leader at a time: " + leaders);
+            assertEquals(List.of(), twoAtATime, "no grant while another led");
             String first = leaders.iterator().next();
             String second = first.equals("one") ? "two" : "one";
+            handingOver.set(true);
             (first.equals("one") ? one : two).stop();
             assertTrue(secondGranted.await(10, TimeUnit.SECONDS), "the other took over");
             // Spring Integration's selector unlocks first and tells its candidate afterwards, so
@@ -339,12 +349,17 @@ class BatonLockRegistryTest {
 
     private static LockRegistryLeaderInitiator initiator(Baton baton, String id, Set<String> leaders,
                                                          CountDownLatch first, CountDownLatch second,
-                                                         CountDownLatch revoked) {
+                                                         CountDownLatch revoked,
+                                                         java.util.concurrent.atomic.AtomicBoolean handingOver,
+                                                         java.util.List<String> twoAtATime) {
         BatonLockRegistry registry = BatonLockRegistry.builder(baton, "leader").build();
         LockRegistryLeaderInitiator initiator = new LockRegistryLeaderInitiator(registry, new DefaultCandidate(id, "batch") {
             @Override
             public void onGranted(Context ctx) {
                 leaders.add(id);
+                if (leaders.size() > 1 && !handingOver.get()) {
+                    twoAtATime.add(id + " granted while " + leaders + " led");
+                }
                 if (first.getCount() > 0) {
                     first.countDown();
                 } else {
