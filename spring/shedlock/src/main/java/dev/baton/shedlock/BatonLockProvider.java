@@ -142,6 +142,10 @@ public final class BatonLockProvider implements ExtensibleLockProvider {
                 log.warn("ShedLock task '{}': its unlock was not confirmed by Redis; the lock ends at lockAtMostFor "
                         + "({}) at the latest: {}", lockConfiguration.getName(), lockConfiguration.getLockAtMostUntil(),
                         e.getMessage());
+            } catch (dev.baton.DoNotRetryException e) {
+                // Released on the master; too few replicas acknowledged it (replica sync set to fail).
+                log.warn("ShedLock task '{}': its unlock ran on the master, but too few replicas acknowledged it: {}",
+                        lockConfiguration.getName(), e.getMessage());
             }
         }
 

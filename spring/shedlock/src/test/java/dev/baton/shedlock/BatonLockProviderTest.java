@@ -134,7 +134,9 @@ class BatonLockProviderTest {
         SimpleLock late = provider.lock(config("slow", Duration.ofMillis(300), Duration.ZERO)).orElseThrow();
         Await.until(Duration.ofSeconds(3), () -> "lockAtMostFor passed", () -> ttl("shedlock:slow") == -2L);
         SimpleLock next = new BatonLockProvider(b).lock(config("slow", Duration.ofSeconds(10), Duration.ZERO)).orElseThrow();
-        late.unlock();
+        String logged = stderrOf(late::unlock);
+        assertTrue(logged.contains("WARN") && logged.contains("'slow'") && logged.contains("lockAtMostFor"),
+                "a WARN naming the task (shedlock.md): " + logged);
         assertTrue(ttl("shedlock:slow") > 9000, "the next holder's lock is untouched");
         next.unlock();
     }
@@ -143,14 +145,33 @@ class BatonLockProviderTest {
     void anUnlockRedisDoesNotConfirmIsLoggedNotThrownAndTheLockEndsAtLockAtMostFor() {
         SimpleLock lock = new BatonLockProvider(a).lock(config("paused", Duration.ofSeconds(3), Duration.ZERO)).orElseThrow();
         redis.pause();
+        String logged;
         try {
-            lock.unlock(); // ShedLock calls it in a finally block: a throw would replace the task's outcome
+            // ShedLock calls it in a finally block: a throw would replace the task's outcome
+            logged = stderrOf(lock::unlock);
         } finally {
             redis.resume();
         }
+        assertTrue(logged.contains("WARN") && logged.contains("'paused'") && logged.contains("not confirmed"),
+                "a WARN naming the task (shedlock.md): " + logged);
         long ttl = ttl("shedlock:paused");
         assertTrue(ttl == -2L || ttl <= 3000, "released, or ends at lockAtMostFor: " + ttl);
         Await.until(Duration.ofSeconds(5), () -> "free by lockAtMostFor", () -> ttl("shedlock:paused") == -2L);
+    }
+
+    /** What the loggers (slf4j-simple, to stderr) wrote while {@code call} ran; it must not throw. */
+    private static String stderrOf(Runnable call) {
+        java.io.PrintStream stderr = System.err;
+        java.io.ByteArrayOutputStream logged = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(logged, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            call.run();
+        } finally {
+            System.setErr(stderr);
+        }
+        String text = logged.toString(java.nio.charset.StandardCharsets.UTF_8);
+        stderr.print(text);
+        return text;
     }
 
     @Test

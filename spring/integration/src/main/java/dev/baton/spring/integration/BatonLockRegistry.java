@@ -340,6 +340,9 @@ public final class BatonLockRegistry
                 releasedOne();
             } catch (RedisUnavailableException e) {
                 throw e;
+            } catch (dev.baton.DoNotRetryException e) {
+                releasedOne(); // released on the master, too few replicas acknowledged it: the hold is over
+                throw e;
             } catch (IllegalMonitorStateException e) {
                 releasedOne(); // lost, or not held at all: either way this thread has one hold fewer
                 throw e;
