@@ -193,8 +193,10 @@ class ExactUnderFaultsTest {
         assertEquals(1, latch.getCount());
         long last = System.nanoTime();
         latch.countDown();
-        long openedAt = opened.get(Bounds.WAKE.toMillis() + 1_000, TimeUnit.MILLISECONDS);
+        long openedAt = opened.get(Bounds.within(Bounds.WAKE).toMillis(), TimeUnit.MILLISECONDS);
         assertTrue(openedAt >= last, "opened by the last countDown, not before it");
+        assertTrue(openedAt - last <= Bounds.within(Bounds.WAKE).toNanos(), "opened " + (openedAt - last) / 1_000_000
+                + " ms after the last countDown, bound " + Bounds.within(Bounds.WAKE).toMillis() + " ms");
     }
 
     private void pauseFor(Duration pause) throws InterruptedException {

@@ -29,7 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link IllegalMonitorStateException}, nothing left held.
  */
 class RetryRuleTest {
-    private static final Duration TIMEOUT = Duration.ofMillis(600);
+    private static final Duration TIMEOUT = Duration.ofMillis(400);
 
     private RedisServer redis;
     private TcpProxy proxy;

@@ -78,7 +78,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 @ExtendWith(RedisExtension.class)
 class InterleavingFuzzTest {
     static final long FIXED_SEED = 28;
-    static final int STORM_SECONDS = 8;
+    static final int STORM_SECONDS = 6;
     static final int PERMITS = 3;
     static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(2);
     /**
