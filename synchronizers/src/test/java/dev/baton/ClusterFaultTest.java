@@ -152,6 +152,9 @@ class ClusterFaultTest {
         });
         Await.until(Duration.ofSeconds(10), () -> "traffic under way", () -> passes.get() > 10);
         RedisServer target = cluster.masters().get(1);
+        RedisServer source = cluster.ownerOf(slot);
+        source.command("CONFIG", "RESETSTAT");
+        target.command("CONFIG", "RESETSTAT");
         // The semaphore moves last: until then each of its operations (its key and a new request
         // key) is refused with TRYAGAIN, about a second, which Baton retries inside each call.
         cluster.migrateSlot(slot, target, () -> {
@@ -165,6 +168,20 @@ class ClusterFaultTest {
         migrating.set(false);
         traffic.get(30, TimeUnit.SECONDS);
         assertEquals(List.of(), failures, "no call failed during the migration");
+        // The migration's refusals reached Baton's calls (and Baton answered them): the nodes
+        // count every TRYAGAIN, ASK and MOVED they replied (INFO errorstats, Redis 6.2+).
+        Map<String, Long> refusals = new java.util.TreeMap<>();
+        for (RedisServer node : List.of(source, target)) {
+            for (String line : ((String) node.command("INFO", "errorstats")).split("\r?\n")) {
+                java.util.regex.Matcher m = java.util.regex.Pattern.compile("errorstat_(TRYAGAIN|ASK|MOVED):count=(\\d+)").matcher(line);
+                if (m.find()) {
+                    refusals.merge(m.group(1), Long.parseLong(m.group(2)), Long::sum);
+                }
+            }
+        }
+        System.out.println("[cluster-faults] the migration's replies to Baton: " + refusals);
+        assertTrue(refusals.getOrDefault("TRYAGAIN", 0L) + refusals.getOrDefault("ASK", 0L) > 0,
+                "TRYAGAIN or ASK reached Baton during the migration: " + refusals);
         assertEquals(target, cluster.ownerOf(slot));
         assertEquals(1L, target.command("EXISTS", lockName), "the held lock moved with its slot");
         assertTrue(held.isHeldByCurrentThread(), "and is still held, renewed on its new owner");
