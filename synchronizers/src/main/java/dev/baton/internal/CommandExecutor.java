@@ -129,6 +129,12 @@ final class CommandExecutor {
      * copy that got none is not cancelled, so Lettuce still delivers it when the connection
      * recovers, ahead of every command sent after it. It is never re-sent by Baton: a late copy
      * could land after the caller's next operation and undo that instead.
+     *
+     * <p>For the same reason it goes as EVAL, never EVALSHA: an EVALSHA refused with NOSCRIPT (a
+     * restarted server's empty script cache) would be followed by an EVAL sent only when that
+     * reply came back, behind the caller's next command, so a fair waiter's leave or an undo
+     * could pass on or delete the lock its owner had just been granted (the nemesis soak found
+     * two holders of a fair lock that way).
      */
     <T> CompletableFuture<Delivered<T>> evalCleanup(Script script, Reply reply, List<String> keys, List<String> args) {
         return evalOnce(script, reply, keys, args, timeoutNanos, false);
@@ -159,7 +165,8 @@ final class CommandExecutor {
         // server, LOADING) may be the second write of a command whose first write ran, so the
         // reply of the copy that follows is marked as possibly resent.
         AtomicBoolean rewritten = new AtomicBoolean();
-        CompletableFuture<Delivered<T>> sent = send(script, reply, keys, args, current, cancelLate ? deadline : 0, givenUp,
+        // A clean-up (not cancelled late) goes as EVAL: no NOSCRIPT may send it again behind later commands.
+        CompletableFuture<Delivered<T>> sent = send(script, cancelLate, reply, keys, args, current, cancelLate ? deadline : 0, givenUp,
                 rewritten).thenApply(d -> rewritten.get() && !d.resent() ? new Delivered<>(d.value(), true) : d);
         CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0), boundNanos, () -> {
             givenUp.set(true);
@@ -180,10 +187,10 @@ final class CommandExecutor {
      * until {@code retryUntil} (a nano time; 0: never), which is always safe: nothing ran.
      * A clean-up is not retried (see {@link #evalCleanup}): its place in the order is the point.
      */
-    private <T> CompletableFuture<Delivered<T>> send(Script script, Reply reply, List<String> keys, List<String> args,
-                                                    AtomicReference<AsyncCommand<String, String, T>> current,
+    private <T> CompletableFuture<Delivered<T>> send(Script script, boolean bySha, Reply reply, List<String> keys,
+                                                    List<String> args, AtomicReference<AsyncCommand<String, String, T>> current,
                                                     long retryUntil, AtomicBoolean givenUp, AtomicBoolean rewritten) {
-        Supplier<CompletableFuture<Delivered<T>>> copy = () -> this.<T>dispatch(script, true, reply, keys, args, current, rewritten)
+        Supplier<CompletableFuture<Delivered<T>>> copy = () -> this.<T>dispatch(script, bySha, reply, keys, args, current, rewritten)
                 .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
                         ? dispatch(script, false, reply, keys, args, current, rewritten)
                         : CompletableFuture.failedFuture(e));
