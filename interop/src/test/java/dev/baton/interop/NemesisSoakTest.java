@@ -758,6 +758,14 @@ class NemesisSoakTest {
         if (!open.isEmpty()) {
             System.out.println("[soak] !!! " + label + ": " + open.size() + " overlapping holders of the FAIR lock: the open"
                     + " defect of guarantees.md (not asserted until fixed): " + describe(open));
+            for (Section[] pair : open) {
+                long at = rec.ms(pair[0].acquired());
+                System.out.println("[soak] !!!   at " + at + " ms; the faults within 3 s before it: " + rec.faultLog.stream()
+                        .filter(f -> {
+                            long t = Long.parseLong(f.substring(0, f.indexOf(' ')));
+                            return t <= at && t >= at - 3_000;
+                        }).toList());
+            }
         } else {
             System.out.println("[soak] " + label + ": the fair lock (an open defect under faults, not asserted) had no overlap");
         }
