@@ -186,23 +186,7 @@ final class MultiLock implements BatonMultiLock {
             }
         }
         Throwable reportedBefore = pending == null ? null : pending.reported();
-        Throwable[] errors = new Throwable[locks.size()];
-        CompletableFuture<Void> all = CompletableFuture.completedFuture(null);
-        for (int index : order) {
-            all = all.thenCompose(ignored -> {
-                CompletableFuture<Void> here;
-                try {
-                    here = locks.get(index).unlockAsync(ownerId).toCompletableFuture();
-                } catch (RuntimeException e) {
-                    here = CompletableFuture.failedFuture(e);
-                }
-                return here.handle((ok, error) -> {
-                    errors[index] = error == null ? null : Failures.unwrap(error);
-                    return null;
-                });
-            });
-        }
-        return all.thenApply(ignored -> {
+        return releaseEach(order, ownerId).thenApply(errors -> {
             List<Integer> notConfirmed = new ArrayList<>();
             List<String> names = new ArrayList<>();
             Throwable first = reportedBefore;
@@ -373,34 +357,58 @@ final class MultiLock implements BatonMultiLock {
 
     /** Releases locks {@code from} down to 0 for the owner, each tried even if one before failed. */
     private CompletableFuture<Void> releaseFrom(int from, long ownerId) {
-        if (from < 0) {
-            return CompletableFuture.completedFuture(null);
+        List<Integer> order = new ArrayList<>();
+        for (int i = from; i >= 0; i--) {
+            order.add(i);
         }
-        CompletableFuture<Void> here;
-        BatonLock lock = locks.get(from);
-        try {
-            here = lock.unlockAsync(ownerId).toCompletableFuture();
-        } catch (RuntimeException e) {
-            here = CompletableFuture.failedFuture(e);
-        }
-        here.whenComplete((ok, error) -> {
-            if (error != null && Failures.isConnectionFailure(error)) {
-                // Nobody holds the set, so nobody would call unlock again: Baton does, until
-                // Redis confirms (the hold was kept, as an unconfirmed unlock keeps it).
-                finishGiveBack(lock, ownerId, clock.nanoTime() + GIVE_BACK_RETRY_FOR_NANOS, GIVE_BACK_RETRY_FIRST_MS);
+        return releaseEach(order, ownerId).thenApply(errors -> {
+            Throwable first = null;
+            for (int index : order) {
+                Throwable e = errors[index];
+                if (e == null) {
+                    continue;
+                }
+                if (Failures.isConnectionFailure(e)) {
+                    // Nobody holds the set, so nobody would call unlock again: Baton does, until
+                    // Redis confirms (the hold was kept, as an unconfirmed unlock keeps it).
+                    finishGiveBack(locks.get(index), ownerId, clock.nanoTime() + GIVE_BACK_RETRY_FOR_NANOS,
+                            GIVE_BACK_RETRY_FIRST_MS);
+                }
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
             }
-        });
-        return here.handle((ok, error) -> releaseFrom(from - 1, ownerId).handle((rest, restError) -> {
-            Throwable e = error != null ? Failures.unwrap(error) : null;
-            if (e != null && restError != null) {
-                e.addSuppressed(Failures.unwrap(restError));
-            }
-            Throwable first = e != null ? e : restError;
             if (first != null) {
-                throw new java.util.concurrent.CompletionException(Failures.unwrap(first));
+                throw new java.util.concurrent.CompletionException(first);
             }
-            return (Void) null;
-        })).thenCompose(next -> next);
+            return null;
+        });
+    }
+
+    /**
+     * Releases the members at {@code order}, one after the other, each tried whatever the ones
+     * before it did; completes with what each threw, by index (null: released).
+     */
+    private CompletableFuture<Throwable[]> releaseEach(List<Integer> order, long ownerId) {
+        Throwable[] errors = new Throwable[locks.size()];
+        CompletableFuture<Void> all = CompletableFuture.completedFuture(null);
+        for (int index : order) {
+            all = all.thenCompose(ignored -> {
+                CompletableFuture<Void> here;
+                try {
+                    here = locks.get(index).unlockAsync(ownerId).toCompletableFuture();
+                } catch (RuntimeException e) {
+                    here = CompletableFuture.failedFuture(e);
+                }
+                return here.handle((ok, error) -> {
+                    errors[index] = error == null ? null : Failures.unwrap(error);
+                    return null;
+                });
+            });
+        }
+        return all.thenApply(ignored -> errors);
     }
 
     /** Calls a given-back member's unlock again after {@code delayMs}, while Redis does not confirm it. */

@@ -196,15 +196,9 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         if (permits == 0) {
             return CompletableFuture.completedFuture(null);
         }
-        // The plain semaphore's exactly-once add (the count and channel are laid out alike): a
-        // copy re-sent after a lost reply adds once, and an unconfirmed add is finished by Baton
-        // and reported as DoNotRetryException (the retry rule).
-        services.checkOpen();
-        Requests ids = services.requests();
-        String key = Requests.key(name, Requests.newId());
-        return Requests.notToBeRepeated(ids.<Long>deliver(Script.SEMAPHORE_ADD, CommandExecutor.Reply.INTEGER,
-                ids.withForgotten(name, List.of(name, channel, key)),
-                List.of(Integer.toString(permits), MAX_PERMITS, ids.memoryArg()), name, key,
+        // The plain semaphore's exactly-once add: a copy re-sent after a lost reply adds once, and
+        // an unconfirmed add is finished by Baton and reported as DoNotRetryException (the retry rule).
+        return Requests.notToBeRepeated(RedisSemaphore.add(services, name, channel, permits, Requests.newId(),
                 "adding " + permits + " permits to semaphore '" + name + "'").foreground()).thenApply(count -> null);
     }
 

@@ -217,6 +217,14 @@ final class RedisSemaphore implements BatonSemaphore {
 
     /** Adds permits (a release, addPermits, a late grant given back) as one exactly-once request. */
     private Requests.Delivery<Long> add(int permits, String id, String what) {
+        return add(services, name, channel, permits, id, what);
+    }
+
+    /**
+     * The exactly-once add of semaphore_add.lua, for both semaphore kinds (their count and channel
+     * are laid out alike): request {@code id} on {@code name} counts once however often it is sent.
+     */
+    static Requests.Delivery<Long> add(Services services, String name, String channel, int permits, String id, String what) {
         services.checkOpen();
         Requests ids = services.requests();
         String key = Requests.key(name, id);
