@@ -58,11 +58,6 @@ final class MultiLock implements BatonMultiLock {
     private record Pending(List<Integer> members, Throwable reported) {
     }
 
-    /** Retries of a give-back that Redis did not confirm: first after 250 ms, at most 2 s apart, 5 minutes in all. */
-    private static final long GIVE_BACK_RETRY_FIRST_MS = 250;
-    private static final long GIVE_BACK_RETRY_MAX_MS = 2_000;
-    private static final long GIVE_BACK_RETRY_FOR_NANOS = TimeUnit.MINUTES.toNanos(5);
-
     private final String names;
 
     MultiLock(List<? extends BatonLock> given, Scheduler clock) {
@@ -368,12 +363,6 @@ final class MultiLock implements BatonMultiLock {
                 if (e == null) {
                     continue;
                 }
-                if (Failures.isConnectionFailure(e)) {
-                    // Nobody holds the set, so nobody would call unlock again: Baton does, until
-                    // Redis confirms (the hold was kept, as an unconfirmed unlock keeps it).
-                    finishGiveBack(locks.get(index), ownerId, clock.nanoTime() + GIVE_BACK_RETRY_FOR_NANOS,
-                            GIVE_BACK_RETRY_FIRST_MS);
-                }
                 if (first == null) {
                     first = e;
                 } else {
@@ -409,26 +398,6 @@ final class MultiLock implements BatonMultiLock {
             });
         }
         return all.thenApply(ignored -> errors);
-    }
-
-    /** Calls a given-back member's unlock again after {@code delayMs}, while Redis does not confirm it. */
-    private void finishGiveBack(BatonLock lock, long ownerId, long deadline, long delayMs) {
-        if (clock.nanoTime() > deadline) {
-            return; // its renewal stopped before the first attempt: it ends with its lease in Redis
-        }
-        clock.schedule(() -> {
-            CompletableFuture<?> again;
-            try {
-                again = lock.unlockAsync(ownerId).toCompletableFuture();
-            } catch (RuntimeException e) {
-                return; // closed, or no longer held: nothing to finish
-            }
-            again.whenComplete((ok, error) -> {
-                if (error != null && Failures.isConnectionFailure(error)) {
-                    finishGiveBack(lock, ownerId, deadline, Math.min(GIVE_BACK_RETRY_MAX_MS, delayMs * 2));
-                }
-            });
-        }, delayMs, TimeUnit.MILLISECONDS);
     }
 
     private String pendingKey(long ownerId) {
