@@ -14,6 +14,7 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -58,7 +59,12 @@ class TlsTest {
         ExecutorService threads = Executors.newCachedThreadPool();
         RedisClient client = RedisClient.create(RedisURI.builder().withHost("127.0.0.1").withPort(tlsPort).withSsl(true).build());
         client.setOptions(ClientOptions.builder().sslOptions(SslOptions.builder().trustManager(cert.toFile()).build()).build());
-        try (redis; Baton baton = Baton.create(client, BatonOptions.builder().build())) {
+        // This test is about TLS, not the command timeout: a first TLS handshake in a JVM deep in
+        // the suite took more than the default 3 s once on a loaded CI machine (lettuce-7.5 lane,
+        // 2026-11-26; 0.6-1.6 s on the same code here), so it gets Lettuce's own connect timeout.
+        long opening = System.nanoTime();
+        try (redis; Baton baton = Baton.create(client, BatonOptions.builder().commandTimeout(Duration.ofSeconds(10)).build())) {
+            System.out.println("[tls] connected over TLS in " + (System.nanoTime() - opening) / 1_000_000 + " ms");
             BatonLock lock = baton.lock("secure");
             lock.lock();
             lock.unlock();
