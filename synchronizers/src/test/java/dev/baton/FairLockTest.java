@@ -194,6 +194,36 @@ class FairLockTest extends TwoClientsTest {
     }
 
     /**
+     * A hand-off message, even one naming the waiter's current ticket, only wakes the waiter: it
+     * holds the lock when Redis's reply to its next acquire says so. A message tells what was
+     * true when it was published; the nemesis soak found two holders under connection faults
+     * while a waiter took the message itself as its grant and the lock had meanwhile been passed
+     * on. Here the message is published while another client still holds the lock.
+     */
+    @Test
+    void aHandOffMessageIsNotAGrantUntilRedisSaysSo() throws Exception {
+        BatonLock holder = a.fairLock("told");
+        holder.lock();
+        Future<Boolean> waiter = threads.submit(() -> {
+            BatonLock lock = b.fairLock("told");
+            boolean got = lock.tryLock(20, TimeUnit.SECONDS);
+            boolean heldInRedis = lock.isHeldByCurrentThread();
+            lock.unlock();
+            return got && heldInRedis;
+        });
+        awaitQueued("told", 1);
+        List<?> entry = (List<?>) redis.command("ZRANGE", String.format(QUEUE, "told"), "0", "0", "WITHSCORES");
+        String ticket = new java.math.BigDecimal((String) entry.get(1)).toBigInteger().toString();
+        redis.command("PUBLISH", "baton_fair_lock:{told}", entry.get(0) + "#" + ticket);
+        Thread.sleep(200); // give a wrongly woken waiter time to (wrongly) proceed; nothing to signal here
+        assertFalse(waiter.isDone(), "the waiter must still be waiting: the lock is held by another");
+        assertTrue(holder.isHeldByCurrentThread(), "and the holder still holds it");
+        assertEquals(1L, queued("told"), "the woken waiter asked Redis and is in line again, with its ticket");
+        holder.unlock();
+        assertTrue(waiter.get(20, TimeUnit.SECONDS), "then it gets the lock for real");
+    }
+
+    /**
      * Regression: the hand-off message of an owner's previous wait, arriving late, must not hand
      * it the lock in its next wait (tickets used to restart at 1 whenever the queue emptied, so
      * the old message could carry the new wait's ticket; found by FairQueueBenchmark).

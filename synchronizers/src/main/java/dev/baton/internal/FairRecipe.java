@@ -3,8 +3,6 @@ package dev.baton.internal;
 import dev.baton.BatonObserver;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -12,26 +10,26 @@ import java.util.concurrent.CompletableFuture;
 /*
  * The fair lock: first come, first served, with direct hand-off. Waiters queue in a sorted set
  * by ticket; the release script itself gives the lock to the first live waiter (setting its
- * hold in the lock hash) and publishes that waiter's owner id and queue ticket, so exactly one
- * waiter in one process wakes, and it already holds the lock: no second round trip on the way
- * in, no herd. The ticket makes each hand-off message unique: a message that arrives late, when
- * its owner is already waiting again with a new ticket, is recognised as stale and ignored.
+ * hold in the lock hash, with a short claim timeout) and publishes that waiter's owner id and
+ * queue ticket, so exactly one waiter in one process wakes: no herd, and nobody can barge in.
+ *
+ * The woken waiter does not take the message as its grant: it calls acquire again, and the
+ * script's reply (it finds the hold set for it, and extends it to the owner's lease) is the
+ * grant, as for every other kind. A message says what was true when it was published; only a
+ * reply says what is true now. (Until 2026-11-26 a message was taken as the grant, claimed in
+ * the background; the nemesis soak found two holders that way under connection faults, each
+ * time a claim that found the lock passed on.)
  *
  * Liveness: each queued waiter calls acquire again at least every third of the waiter lease,
  * which refreshes its deadline (server clock). A waiter that stopped calling (its process died
- * or paused) is dead past its deadline and is skipped when it reaches the head. A hand-off is
- * granted with a short claim timeout; the new holder confirms ("claims") it in the background
- * right after waking, extending it to its own lease. A holder that never claims loses the lock
- * when the claim timeout runs out, and the next acquire call hands it on.
+ * or paused) is dead past its deadline and is skipped when it reaches the head. A hand-off the
+ * waiter never claims expires with the claim timeout, and the next acquire call hands it on.
  *
  * Layout: the lock hash is the reentrant lock's (so isLocked, hold counts and renewal are
  * shared), plus three keys and a channel of its own, all in the name's hash-tag slot. Not
  * interoperable with Redisson's RFairLock, whose queue layout is different.
  */
 final class FairRecipe implements LockRecipe {
-    private static final Logger log = LoggerFactory.getLogger(FairRecipe.class);
-
-    private final Services services;
     private final CommandExecutor executor;
     private final String name;
     private final String channel;
@@ -40,7 +38,6 @@ final class FairRecipe implements LockRecipe {
     private final long claimTimeoutMs;
 
     FairRecipe(Services services, String name, long waiterLeaseMs) {
-        this.services = services;
         this.executor = services.executor();
         this.name = name;
         this.channel = Layout.fairChannel(name);
@@ -76,65 +73,12 @@ final class FairRecipe implements LockRecipe {
         return owner;
     }
 
-    /**
-     * A waiter's ticket, and whether a message handed it the lock: the message names the owner
-     * and the ticket it waits with, so a hand-off meant for an earlier ticket of the same owner
-     * (a late message) is stale and ignored.
-     */
-    @Override
-    public Waiting waiting(String owner) {
-        return new Waiting() {
-            private long ticket;
-            private boolean handedOver;
-
-            @Override
-            public void refused(Grant grant) {
-                ticket = grant.ticket();
-            }
-
-            @Override
-            public void messageSeen(String message) {
-                handedOver |= ticket > 0 && message.equals(owner + "#" + ticket);
-            }
-
-            @Override
-            public boolean handedOver() {
-                return handedOver;
-            }
-
-            /**
-             * The undo (a release with one hold) passes on a lock handed to this waiter and takes
-             * it out of the queue; its next attempt queues it again with a new ticket. Until then
-             * no ticket is valid, so a hand-off message for the old one, however late it arrives,
-             * is not taken as a grant (the nemesis soak found a holder that had been handed the
-             * lock, undone it after a lost reply, and then believed the message).
-             */
-            @Override
-            public void abandoned() {
-                ticket = 0;
-                handedOver = false;
-            }
-
-            /** Confirms a handed-off grant, extending it from the claim timeout to the owner's lease. */
-            @Override
-            public void claimed(Lease granted) {
-                services.renewNow(granted).whenComplete((held, e) -> {
-                    if (e == null && !held) {
-                        services.leases().lost(granted, "the lock was handed to this owner but passed on before it was claimed");
-                    } else if (e != null) {
-                        log.debug("claiming the hand-off of '{}' by {} failed: {}", name, granted.owner, e.toString());
-                    }
-                });
-            }
-        };
-    }
-
     @Override
     public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
         return executor.<List<Object>>eval(Script.FAIR_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
                         List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), Long.toString(waiterLeaseMs),
                                 Long.toString(claimTimeoutMs), willWait ? "1" : "0"))
-                .thenApply(reply -> Grant.of(reply).withTicket((Long) reply.get(2)));
+                .thenApply(Grant::of);
     }
 
     @Override

@@ -16,9 +16,9 @@ interface LockRecipe {
     /**
      * The outcome of one acquire script call: granted, with the owner's hold count now (and a
      * fencing token, for kinds that issue them); or refused, with how long the holder's lease
-     * has left (-1 unknown) and, for a fair lock, the caller's queue ticket. Absent numbers are 0.
+     * has left (-1 unknown). Absent numbers are 0.
      */
-    record Grant(boolean granted, int holds, long retryAfterMs, long token, long ticket) {
+    record Grant(boolean granted, int holds, long retryAfterMs, long token) {
 
         /**
          * From an acquire script's reply: {@code {1, holds, ...}} when granted,
@@ -27,18 +27,13 @@ interface LockRecipe {
         static Grant of(List<Object> reply) {
             long number = (Long) reply.get(1);
             return (Long) reply.get(0) == 1L
-                    ? new Grant(true, (int) number, 0, 0, 0)
-                    : new Grant(false, 0, number, 0, 0);
+                    ? new Grant(true, (int) number, 0, 0)
+                    : new Grant(false, 0, number, 0);
         }
 
         /** This grant with the fencing token the script issued. */
         Grant withToken(long token) {
-            return new Grant(granted, holds, retryAfterMs, token, ticket);
-        }
-
-        /** This refusal with the queue ticket the script gave the caller. */
-        Grant withTicket(long ticket) {
-            return new Grant(granted, holds, retryAfterMs, token, ticket);
+            return new Grant(granted, holds, retryAfterMs, token);
         }
     }
 
@@ -99,47 +94,6 @@ interface LockRecipe {
 
     /** Deletes the lock whoever holds it; whether it was held. */
     CompletableFuture<Boolean> forceUnlock();
-
-    /**
-     * What one waiting acquisition of this kind keeps between its attempts. Most kinds keep
-     * nothing; a fair lock keeps its queue ticket and learns from a message that the lock was
-     * handed to it.
-     */
-    interface Waiting {
-        /** An attempt was refused. */
-        default void refused(Grant grant) {
-        }
-
-        /** A message arrived on the channel since the previous attempt. */
-        default void messageSeen(String message) {
-        }
-
-        /** Whether the lock was handed to this waiter: it holds it without asking again. */
-        default boolean handedOver() {
-            return false;
-        }
-
-        /** The hand-off became this waiter's grant: confirm it with Redis, in the background. */
-        default void claimed(Lease lease) {
-        }
-
-        /**
-         * An attempt got no reply and is being undone: the undo gives back whatever the attempt
-         * and the waiting got, a lock handed over meanwhile included, so nothing seen so far may
-         * count as a grant any more.
-         */
-        default void abandoned() {
-        }
-    }
-
-    /** A waiting acquisition that keeps nothing. */
-    Waiting KEEPS_NOTHING = new Waiting() {
-    };
-
-    /** A new waiting acquisition by {@code owner}. */
-    default Waiting waiting(String owner) {
-        return KEEPS_NOTHING;
-    }
 
     /** The tag a waiter of {@code owner} answers to ({@code null}: every message concerns it). */
     default String waiterTag(String owner) {

@@ -289,14 +289,12 @@ class RedisLock implements BatonLock {
         private final String owner;
         private final LeaseRequest lease;
         private final boolean willWait;
-        private final LockRecipe.Waiting waiting;
         private int heldBefore;
 
         LockAttempt(String owner, LeaseRequest lease, boolean willWait) {
             this.owner = owner;
             this.lease = lease;
             this.willWait = willWait;
-            this.waiting = recipe.waiting(owner);
         }
 
         @Override
@@ -320,20 +318,9 @@ class RedisLock implements BatonLock {
         }
 
         @Override
-        public void messageSeen(String message) {
-            waiting.messageSeen(message);
-        }
-
-        @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             services.checkOpen();
             heldBefore = services.leases().holds(name, owner);
-            if (waiting.handedOver() && heldBefore == 0) {
-                // The release that woke us already made us the holder: no round trip needed.
-                Lease granted = services.leases().granted(name, owner, 1, lease.ms(), lease.watchdog(), recipe.renewal());
-                waiting.claimed(granted);
-                return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
-            }
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
                 if (grant.granted() && reEntry() && grant.holds() <= heldBefore) {
                     throw reEnteredAfterLoss(grant.holds());
@@ -349,7 +336,6 @@ class RedisLock implements BatonLock {
                     // refusal means the owner's holds are gone (and somebody else holds it now).
                     throw reEnteredAfterLoss(0);
                 }
-                waiting.refused(grant);
                 return new AcquireEngine.Outcome(false, grant.retryAfterMs());
             });
         }
@@ -387,7 +373,6 @@ class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
-            waiting.abandoned();
             // Undo the acquire if it ran: a release that expects one hold more than we had.
             return recipe.release(owner, heldBefore + 1, lease.ms(), true)
                     .whenComplete((r, e) -> log.debug("undo of an unanswered acquire of '{}' by {}: {}", name, owner,

@@ -20,11 +20,6 @@ final class ScriptRenewer implements RenewalRegistry.Renewer {
         this.executor = executor;
     }
 
-    /** Renews one lease at once (a fair lock's claim); whether it is still held. */
-    CompletableFuture<Boolean> renewNow(Lease lease) {
-        return renew(List.of(lease), lease.leaseMs).thenApply(renewed -> renewed.get(0));
-    }
-
     /**
      * Sets one fixed lease to {@code leaseMs} from now, if its owner still holds it (the owner's
      * updateLease); whether it is still held. Unlike the watchdog's batches it is a change the

@@ -59,8 +59,4 @@ record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, S
         return commandTimeout.toNanos() + TimeUnit.MILLISECONDS.toNanos(250);
     }
 
-    /** Renews one lease at once (a fair lock's claim); whether it is still held. */
-    CompletableFuture<Boolean> renewNow(Lease lease) {
-        return renewer.renewNow(lease);
-    }
 }
