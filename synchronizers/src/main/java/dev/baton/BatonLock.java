@@ -20,7 +20,10 @@ import java.util.concurrent.locks.Lock;
  * </ul>
  * A hold belongs to an <em>owner</em>: for the blocking methods the calling thread, for the
  * {@code *Async} methods the {@code ownerId} the caller passes, so asynchronous code can lock on
- * one thread and unlock on another. The lock is stored the way Redisson stores its
+ * one thread and unlock on another. An owner's acquisitions of one lock take turns: a second
+ * one started while the first still waits (two {@code *Async} calls with one owner id) begins
+ * when the first has ended (and re-enters if the first was granted); if its own wait ends first,
+ * it ends without asking Redis ({@code false}, or its cancellation). The lock is stored the way Redisson stores its
  * {@code RLock}, so Baton and Redisson clients exclude and wake each other on the same name.
  *
  * <h2>How a wait ends</h2>

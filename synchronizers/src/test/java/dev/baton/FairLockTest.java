@@ -224,6 +224,38 @@ class FairLockTest extends TwoClientsTest {
     }
 
     /**
+     * An owner's acquisitions of one lock take turns: a second one (async, the same owner id)
+     * waits for the first to end, and one whose wait ends first ends without asking Redis. Before,
+     * its clean-up at the deadline (a leave, counted by owner) took the owner out of the queue the
+     * first one was waiting in, and could pass on a hold the first one had just been granted.
+     */
+    @Test
+    void anOwnersSecondAcquisitionWaitsItsTurnAndLeavesTheFirstOnesPlace() throws Exception {
+        BatonLock holder = a.fairLock("turns");
+        holder.lock();
+        BatonLock lock = b.fairLock("turns");
+        CompletableFuture<Boolean> first = lock.tryLockAsync(20, TimeUnit.SECONDS, 7).toCompletableFuture();
+        awaitQueued("turns", 1);
+        CompletableFuture<Boolean> other = lock.tryLockAsync(20, TimeUnit.SECONDS, 8).toCompletableFuture();
+        awaitQueued("turns", 2);
+        long started = System.nanoTime();
+        assertFalse(lock.tryLockAsync(100, TimeUnit.MILLISECONDS, 7).toCompletableFuture().get(5, TimeUnit.SECONDS),
+                "the second acquisition's wait ends while the first still waits");
+        assertTrue(System.nanoTime() - started <= Bounds.within(Duration.ofMillis(100)).toNanos(), "within its wait");
+        List<?> head = (List<?>) redis.command("ZRANGE", String.format(QUEUE, "turns"), "0", "0");
+        assertEquals(b.clientId() + ":7", head.get(0), "owner 7 keeps its place at the head of the queue");
+        holder.unlock();
+        assertTrue(first.get(20, TimeUnit.SECONDS), "the first acquisition is granted, in its turn");
+        assertFalse(other.isDone(), "owner 8 waits behind it");
+        assertTrue(lock.tryLockAsync(0, TimeUnit.MILLISECONDS, 7).toCompletableFuture().get(5, TimeUnit.SECONDS),
+                "an acquisition after the first ended re-enters");
+        lock.unlockAsync(7).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        lock.unlockAsync(7).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertTrue(other.get(20, TimeUnit.SECONDS));
+        lock.unlockAsync(8).toCompletableFuture().get(5, TimeUnit.SECONDS);
+    }
+
+    /**
      * Regression: the hand-off message of an owner's previous wait, arriving late, must not hand
      * it the lock in its next wait (tickets used to restart at 1 whenever the queue emptied, so
      * the old message could carry the new wait's ticket; found by FairQueueBenchmark).

@@ -148,20 +148,33 @@ final class AcquireEngine {
      * @param waitNanos how long to wait; 0 = one attempt only; negative = no limit
      */
     Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos) {
-        return acquire(attempt, channel, wakeRule, waitNanos, null);
+        return acquire(attempt, channel, wakeRule, waitNanos, null, null);
     }
 
     /**
-     * Starts an acquisition whose first attempt waits for {@code after} (when not {@code null}):
-     * the clean-up of an earlier acquisition that must reach Redis first. The wait counts against
-     * the acquisition's budget; a cancel meanwhile ends it when {@code after} completes.
+     * Starts an acquisition whose first attempt waits for {@code turn}, then for {@code after}
+     * (each when not {@code null}; see {@code Leases.acquiring}). {@code turn}: earlier
+     * acquisitions of the same owner still running; if the wait's deadline comes or the caller
+     * cancels first, the acquisition ends without an attempt (false, or the cancellation), and
+     * leaves nothing to clean up. {@code after}: the clean-up of an earlier acquisition the
+     * caller gave up, which must reach Redis first; bounded (one command timeout), counted
+     * against the budget, and followed by an attempt however short the wait; a cancel meanwhile
+     * ends it when {@code after} completes.
      */
-    Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos, CompletableFuture<?> after) {
+    Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos, CompletableFuture<?> after,
+                        CompletableFuture<?> turn) {
         Acquisition acquisition = new Acquisition(attempt, channel, wakeRule, waitNanos);
-        if (after == null || after.isDone()) {
-            acquisition.step();
+        Runnable start = () -> {
+            if (after == null || after.isDone()) {
+                acquisition.step();
+            } else {
+                after.whenComplete((ok, e) -> acquisition.guarded(acquisition::step));
+            }
+        };
+        if (turn == null || turn.isDone()) {
+            start.run();
         } else {
-            after.whenComplete((ok, e) -> acquisition.guarded(acquisition::step));
+            acquisition.awaitTurn(turn, start);
         }
         return acquisition;
     }
@@ -203,6 +216,8 @@ final class AcquireEngine {
         private volatile CompletableFuture<Void> parked;
         private volatile CompletableFuture<?> cleanup = DONE;
         private int failures;
+        /** Whether the loop has run (an acquisition that ended waiting for its turn left nothing in Redis to leave). */
+        private volatile boolean attempted;
 
         private Acquisition(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos) {
             this.attempt = attempt;
@@ -320,7 +335,34 @@ final class AcquireEngine {
             }
         }
 
+        /**
+         * Waits for {@code turn} (an owner's earlier acquisitions of the same lock), at most until
+         * the deadline or a cancel; then {@code start}s if it came, or ends without an attempt.
+         */
+        private void awaitTurn(CompletableFuture<?> turn, Runnable start) {
+            CompletableFuture<Void> gate = new CompletableFuture<>();
+            parked = gate; // a cancel completes it
+            if (cancelled) {
+                gate.complete(null);
+            }
+            turn.whenComplete((ok, e) -> gate.complete(null));
+            Scheduler.Cancellable timer = unlimited ? null
+                    : scheduler.schedule(() -> gate.complete(null), Math.max(0, deadline - scheduler.nanoTime()), TimeUnit.NANOSECONDS);
+            gate.whenComplete((ok, e) -> guarded(() -> {
+                if (timer != null) {
+                    timer.cancel();
+                }
+                parked = null;
+                if (turn.isDone() && !cancelled) {
+                    start.run();
+                } else {
+                    finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
+                }
+            }));
+        }
+
         private void step() {
+            attempted = true;
             if (cancelled) {
                 finish(false, new CancellationException("acquisition cancelled"));
                 return;
@@ -479,7 +521,7 @@ final class AcquireEngine {
             ending = true;
             boolean granted = error == null && acquired;
             // Clean-up is dispatched first, so it reaches Redis ahead of the caller's next command.
-            if (!granted) {
+            if (!granted && attempted) {
                 addCleanup(attempt.leave());
             }
             PubSubService.Subscription s = subscription;

@@ -109,36 +109,53 @@ final class Leases {
     }
 
     /**
-     * A new acquisition of {@code key} by {@code owner} starts: returns what its first attempt
-     * must wait for (or {@code null}), then registers it via {@code start}. An earlier
-     * acquisition of the same owner and lock that the caller has given up on (its future
-     * completed by a cancel, a timeout, by hand, or an interrupt) may still have an attempt in
-     * flight whose grant it will give back by owner id; the new one waits until that clean-up is
-     * on the wire (the old one has settled: at most one command timeout), so the give-back
-     * reaches Redis first and can never undo the new hold. Acquisitions still running are not
-     * waited for: an owner may wait for a lock twice at once, as before.
+     * A new acquisition of {@code key} by {@code owner} starts: registers it via {@code start},
+     * giving it what its first attempt must wait for. Two things, by the rule that an owner's
+     * acquisitions of one lock take turns:
+     *
+     * <ul>
+     * <li>{@code after}: an earlier acquisition of the same owner and lock that the caller has
+     * given up on (its future completed by a cancel, a timeout, by hand, or an interrupt) may
+     * still have an attempt in flight whose grant it will give back by owner id; the new one
+     * waits until that clean-up is on the wire (the old one has settled: at most one command
+     * timeout), so the give-back reaches Redis first and can never undo the new hold. This wait
+     * is bounded, and the new acquisition still attempts once after it, however short its wait.
+     * <li>{@code turn}: earlier acquisitions of the same owner and lock still running (async
+     * calls with one owner id). Their clean-ups (an undo, a fair waiter's leave) count holds by
+     * owner and could take a hold the other one was granted; so the new one starts when they
+     * have ended, and if its own wait ends first it ends without asking Redis (false, or its
+     * cancellation). When the earlier one was granted, the new one re-enters.
+     * </ul>
      *
      * <p>The earlier acquisition counts as given up as soon as its future is completed, before
      * any callback has run, so a caller that retries from a callback of the old future (which
      * runs before the engine's own) is ordered all the same.
      */
     AcquireEngine.Acquisition acquiring(String key, String owner,
-                                        java.util.function.Function<CompletableFuture<?>, AcquireEngine.Acquisition> start) {
+                                        java.util.function.BiFunction<CompletableFuture<?>, CompletableFuture<?>,
+                                                AcquireEngine.Acquisition> start) {
         Key k = new Key(key, owner);
         java.util.Set<AcquireEngine.Acquisition> running = acquiring.get(k);
         List<CompletableFuture<Void>> before = new java.util.ArrayList<>();
+        List<CompletableFuture<Void>> turn = new java.util.ArrayList<>();
         if (running != null) {
             for (AcquireEngine.Acquisition earlier : running) {
-                if (earlier.givenUp() && !earlier.settled().isDone()) {
+                if (earlier.settled().isDone()) {
+                    continue;
+                }
+                if (earlier.givenUp()) {
                     // Stop it now rather than when its own callback comes (after the caller's,
                     // which may be this very call): it settles as soon as no attempt is in flight.
                     earlier.cancel();
                     before.add(earlier.settled());
+                } else {
+                    turn.add(earlier.settled());
                 }
             }
         }
         CompletableFuture<?> after = before.isEmpty() ? null : CompletableFuture.allOf(before.toArray(CompletableFuture[]::new));
-        AcquireEngine.Acquisition acquisition = start.apply(after);
+        CompletableFuture<?> waitTurn = turn.isEmpty() ? null : CompletableFuture.allOf(turn.toArray(CompletableFuture[]::new));
+        AcquireEngine.Acquisition acquisition = start.apply(after, waitTurn);
         if (!acquisition.settled().isDone()) {
             acquiring.compute(k, (x, set) -> {
                 java.util.Set<AcquireEngine.Acquisition> s = set == null ? ConcurrentHashMap.newKeySet() : set;

@@ -280,8 +280,8 @@ class RedisLock implements BatonLock {
         // Keyed by the owner, not its field: a read lock's give-back must land before the same
         // owner's write acquisition too (which would otherwise be refused as an upgrade).
         String ordered = Names.owner(services.clientId(), ownerId);
-        return services.leases().acquiring(name, ordered, after -> services.engine().acquire(
-                new LockAttempt(owner, lease, waitNanos != 0), recipe.channel(), recipe.wakeRule(), waitNanos, after));
+        return services.leases().acquiring(name, ordered, (after, turn) -> services.engine().acquire(
+                new LockAttempt(owner, lease, waitNanos != 0), recipe.channel(), recipe.wakeRule(), waitNanos, after, turn));
     }
 
     /** One acquisition's attempts; remembers the hold count it last asked with. */
