@@ -1,6 +1,7 @@
 package dev.baton.internal;
 
 import dev.baton.Baton;
+import dev.baton.BatonCountDownLatch;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.BatonSemaphore;
@@ -237,6 +238,28 @@ class LostReplyTest {
         List<?> left = (List<?>) redis.command("KEYS", "baton_request:{kept-keys}:*");
         assertTrue(left.containsAll(resent), "the re-sent request's key was deleted early: " + left);
         assertTrue(left.size() < 40, "requests written once are still forgotten: " + left.size() + " keys left");
+    }
+
+    /** The same for the latch: a re-sent countDown's key outlives the forgetting of the ones answered once. */
+    @Test
+    void theKeyOfAResentCountDownOutlivesTheForgettingOfAnsweredOnes() {
+        BatonCountDownLatch latch = baton.countDownLatch("kept-counts");
+        latch.trySetCount(100);
+        latch.countDown();
+        java.util.Set<Object> before = new java.util.HashSet<>((List<?>) redis.command("KEYS", "baton_request:{kept-counts}:*"));
+        dropNextReply();
+        latch.countDown();
+        assertRanTwice();
+        java.util.Set<Object> resent = new java.util.HashSet<>((List<?>) redis.command("KEYS", "baton_request:{kept-counts}:*"));
+        resent.removeAll(before);
+        assertEquals(1, resent.size(), "the re-sent countDown's key: " + resent);
+        for (int i = 0; i < 40; i++) {
+            latch.countDown();
+        }
+        List<?> left = (List<?>) redis.command("KEYS", "baton_request:{kept-counts}:*");
+        assertTrue(left.containsAll(resent), "the re-sent request's key was deleted early: " + left);
+        assertTrue(left.size() < 40, "requests written once are still forgotten: " + left.size() + " keys left");
+        assertEquals("58", redis.command("GET", "kept-counts"), "each countDown counted once");
     }
 
     @Test
