@@ -269,6 +269,10 @@ final class CommandExecutor {
                         return;
                     }
                     Throwable cause = unwrap(error);
+                    if (failures > 0 && cause instanceof ReplicaShortfall shortfall) {
+                        // The copy that answered ran on the master; an earlier one may have too.
+                        cause = shortfall.resent();
+                    }
                     long pause = backoffNanos(failures);
                     if (!isConnectionFailure(cause) || scheduler.nanoTime() + pause >= deadline) {
                         result.completeExceptionally(cause);

@@ -17,6 +17,21 @@ final class ReplicaShortfall extends ReplicaSyncException {
         this.reply = reply;
     }
 
+    /**
+     * This shortfall with its reply marked as possibly re-sent: an earlier copy of the same call,
+     * whose reply never came, may have run before the copy that answered (so a release that
+     * finds nothing held is that earlier copy's work, not a lost lease).
+     */
+    ReplicaShortfall resent() {
+        if (reply instanceof CommandExecutor.Delivered<?> d && !d.resent()) {
+            ReplicaShortfall marked = new ReplicaShortfall(getMessage(), acknowledged(), required(),
+                    new CommandExecutor.Delivered<>(d.value(), true));
+            marked.setStackTrace(getStackTrace());
+            return marked;
+        }
+        return this;
+    }
+
     /** The master's reply behind {@code e}, or null if it did not keep one. */
     static Object replyOf(Throwable e) {
         return e instanceof ReplicaShortfall shortfall ? shortfall.reply : null;

@@ -240,6 +240,42 @@ class LostReplyTest {
         assertTrue(left.size() < 40, "requests written once are still forgotten: " + left.size() + " keys left");
     }
 
+    /**
+     * An unlock whose first copy ran but lost its reply, and whose next copy ran with too few
+     * replicas acknowledging: the copy that answered found nothing held, the first copy's work.
+     * That is a release to finish (DoNotRetryException, the replica shortfall as its cause), not
+     * a lost lease. Here Lettuce writes the copy again after the cut; a copy Baton sends itself
+     * after a failed one carries the same mark through the shortfall (CommandExecutor.sendCopy).
+     */
+    @Test
+    void aResentUnlockThatMeetsAReplicaShortfallIsAReleaseNotALoss() throws Exception {
+        try (RedisServer replica = RedisServer.start("replicaof " + redis.host() + " " + redis.port())) {
+            dev.baton.testkit.Await.until(Duration.ofSeconds(10), () -> "the replica in sync",
+                    () -> String.valueOf(redis.command("INFO", "replication")).contains("state=online"));
+            java.util.List<String> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
+            try (Baton synced = Baton.create(BatonOptions.builder().redisUri(proxy.uri()).commandTimeout(Duration.ofSeconds(5))
+                    .replicaSync(1, Duration.ofMillis(200), BatonOptions.ReplicaSyncFailure.FAIL)
+                    .leaseLostListener((name, owner, reason) -> reported.add(name + ": " + reason)).build())) {
+                BatonLock lock = synced.lock("resent-short");
+                lock.lock();
+                replica.pause();
+                try {
+                    dropNextReply();
+                    dev.baton.DoNotRetryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                            dev.baton.DoNotRetryException.class, lock::unlock);
+                    assertTrue(e.getCause() instanceof dev.baton.ReplicaSyncException, "the shortfall is the cause: " + e);
+                } finally {
+                    replica.resume();
+                }
+                assertEquals(0L, redis.command("EXISTS", "resent-short"), "released");
+                assertEquals(List.of(), reported, "no lease reported lost");
+                assertFalse(lock.isHeldByCurrentThread());
+            }
+        } finally {
+            redis.command("REPLICAOF", "NO", "ONE");
+        }
+    }
+
     /** The same for the latch: a re-sent countDown's key outlives the forgetting of the ones answered once. */
     @Test
     void theKeyOfAResentCountDownOutlivesTheForgettingOfAnsweredOnes() {
