@@ -37,6 +37,21 @@ class FairLockTest extends TwoClientsTest {
         return (Long) redis.command("ZCARD", String.format(QUEUE, name));
     }
 
+    /**
+     * A thread of client b that waits up to 20 s for the fair lock {@code name} (telling its
+     * thread id first), then unlocks; true if it was granted and Redis agreed it held the lock.
+     */
+    private Future<Boolean> waitsThenHolds(String name, CompletableFuture<Long> thread) {
+        return threads.submit(() -> {
+            thread.complete(Thread.currentThread().getId());
+            BatonLock lock = b.fairLock(name);
+            boolean got = lock.tryLock(20, TimeUnit.SECONDS);
+            boolean heldInRedis = lock.isHeldByCurrentThread();
+            lock.unlock();
+            return got && heldInRedis;
+        });
+    }
+
     private void awaitQueued(String name, long expected) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (queued(name) != expected) {
@@ -173,22 +188,21 @@ class FairLockTest extends TwoClientsTest {
         BatonLock holder = a.fairLock("stale");
         holder.lock();
         CompletableFuture<Long> waiterThread = new CompletableFuture<>();
-        Future<Boolean> waiter = threads.submit(() -> {
-            waiterThread.complete(Thread.currentThread().getId());
-            BatonLock lock = b.fairLock("stale");
-            boolean got = lock.tryLock(20, TimeUnit.SECONDS);
-            boolean heldInRedis = lock.isHeldByCurrentThread();
-            lock.unlock();
-            return got && heldInRedis;
-        });
+        Future<Boolean> waiter = waitsThenHolds("stale", waiterThread);
         String owner = b.clientId() + ":" + waiterThread.get(5, TimeUnit.SECONDS);
         awaitQueued("stale", 1);
         // Messages from earlier hand-offs to the same owner, with tickets it no longer waits with.
         redis.command("PUBLISH", "baton_fair_lock:{stale}", owner + "#999999");
         redis.command("PUBLISH", "baton_fair_lock:{stale}", owner);
+        stillWaitsUntilReleased("stale", holder, waiter);
+    }
+
+    /** After messages that must not grant it: the waiter still waits, in line, until the holder releases; then it holds the lock. */
+    private void stillWaitsUntilReleased(String name, BatonLock holder, Future<Boolean> waiter) throws Exception {
         Thread.sleep(200); // give a wrongly woken waiter time to (wrongly) proceed; nothing to signal here
         assertFalse(waiter.isDone(), "the waiter must still be waiting: the lock is held by another");
-        assertEquals(1L, queued("stale"));
+        assertTrue(holder.isHeldByCurrentThread(), "and the holder still holds it");
+        assertEquals(1L, queued(name), "the waiter is in line (a woken one asked Redis and is in line again)");
         holder.unlock();
         assertTrue(waiter.get(20, TimeUnit.SECONDS), "then it gets the lock for real");
     }
@@ -204,23 +218,12 @@ class FairLockTest extends TwoClientsTest {
     void aHandOffMessageIsNotAGrantUntilRedisSaysSo() throws Exception {
         BatonLock holder = a.fairLock("told");
         holder.lock();
-        Future<Boolean> waiter = threads.submit(() -> {
-            BatonLock lock = b.fairLock("told");
-            boolean got = lock.tryLock(20, TimeUnit.SECONDS);
-            boolean heldInRedis = lock.isHeldByCurrentThread();
-            lock.unlock();
-            return got && heldInRedis;
-        });
+        Future<Boolean> waiter = waitsThenHolds("told", new CompletableFuture<>());
         awaitQueued("told", 1);
         List<?> entry = (List<?>) redis.command("ZRANGE", String.format(QUEUE, "told"), "0", "0", "WITHSCORES");
         String ticket = new java.math.BigDecimal((String) entry.get(1)).toBigInteger().toString();
         redis.command("PUBLISH", "baton_fair_lock:{told}", entry.get(0) + "#" + ticket);
-        Thread.sleep(200); // give a wrongly woken waiter time to (wrongly) proceed; nothing to signal here
-        assertFalse(waiter.isDone(), "the waiter must still be waiting: the lock is held by another");
-        assertTrue(holder.isHeldByCurrentThread(), "and the holder still holds it");
-        assertEquals(1L, queued("told"), "the woken waiter asked Redis and is in line again, with its ticket");
-        holder.unlock();
-        assertTrue(waiter.get(20, TimeUnit.SECONDS), "then it gets the lock for real");
+        stillWaitsUntilReleased("told", holder, waiter);
     }
 
     /**
