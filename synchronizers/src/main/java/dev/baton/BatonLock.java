@@ -23,7 +23,7 @@ import java.util.concurrent.locks.Lock;
  * one thread and unlock on another. An owner's acquisitions of one lock take turns: a second
  * one started while the first still waits (two {@code *Async} calls with one owner id) begins
  * when the first has ended (and re-enters if the first was granted); if its own wait ends first,
- * it ends without asking Redis ({@code false}, or its cancellation). The lock is stored the way Redisson stores its
+ * even a wait of zero, it ends without asking Redis ({@code false}, or its cancellation). The lock is stored the way Redisson stores its
  * {@code RLock}, so Baton and Redisson clients exclude and wake each other on the same name.
  *
  * <h2>How a wait ends</h2>

@@ -55,4 +55,49 @@ class AsyncOwnerTest extends TwoClientsTest {
         }
         assertFalse(lock.isLocked());
     }
+
+    /**
+     * An owner's acquisitions of one lock take turns, but one whose grant was delivered is not
+     * waited for: a re-entry started from the grant's own callback, even one that does not wait,
+     * asks Redis at once and is granted.
+     */
+    @Test
+    void aReEntryFromTheGrantsCallbackIsGrantedAtOnce() throws Exception {
+        long owner = Baton.newOwnerId();
+        BatonLock lock = a.lock("re-entry-in-callback");
+        boolean again = lock.lockAsync(owner).toCompletableFuture()
+                .thenCompose(v -> lock.tryLockAsync(0, TimeUnit.MILLISECONDS, owner))
+                .toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertTrue(again, "the holder re-enters");
+        assertEquals(2, lock.getHoldCount(owner));
+        lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertFalse(lock.isLocked());
+    }
+
+    /**
+     * Two acquisitions of one owner started together from two threads take turns too: both end
+     * granted (the second re-enters), and the lock is free after two releases, every time.
+     */
+    @Test
+    void acquisitionsOfOneOwnerStartedTogetherTakeTurns() throws Exception {
+        BatonLock lock = a.lock("started-together");
+        for (int round = 0; round < 50; round++) {
+            long owner = Baton.newOwnerId();
+            java.util.concurrent.CyclicBarrier together = new java.util.concurrent.CyclicBarrier(2);
+            Future<Boolean> one = threads.submit(() -> {
+                together.await();
+                return lock.tryLockAsync(2, TimeUnit.SECONDS, owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+            });
+            Future<Boolean> two = threads.submit(() -> {
+                together.await();
+                return lock.tryLockAsync(2, TimeUnit.SECONDS, owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+            });
+            assertTrue(one.get(10, TimeUnit.SECONDS) && two.get(10, TimeUnit.SECONDS), "round " + round + ": both granted");
+            assertEquals(2, lock.getHoldCount(owner), "round " + round);
+            lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+            lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+            assertFalse(lock.isLocked(), "round " + round + ": free after two releases");
+        }
+    }
 }

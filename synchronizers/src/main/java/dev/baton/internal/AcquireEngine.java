@@ -38,6 +38,9 @@ import java.util.concurrent.TimeUnit;
  *     before settled() completes; leave; unsubscribe. givenUp() tells an owner's next
  *     acquisition to wait for that settling (Leases.acquiring), so the give-back by owner id
  *     reaches Redis first;
+ *   - its turn never came: an owner's acquisitions of one lock take turns (Leases.acquiring);
+ *     one whose deadline or cancel comes while an earlier one still runs ends (false, or the
+ *     cancellation) without an attempt, and so with nothing to clean up;
  *   - an attempt failed without a reply: it may still have been applied, so
  *     Attempt.abandonUnknown() undoes it idempotently. A wait with a budget then tries again
  *     after a short pause while the budget lasts, so a reconnect inside the budget costs the
@@ -148,35 +151,14 @@ final class AcquireEngine {
      * @param waitNanos how long to wait; 0 = one attempt only; negative = no limit
      */
     Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos) {
-        return acquire(attempt, channel, wakeRule, waitNanos, null, null);
+        Acquisition acquisition = prepare(attempt, channel, wakeRule, waitNanos);
+        acquisition.start(null, null);
+        return acquisition;
     }
 
-    /**
-     * Starts an acquisition whose first attempt waits for {@code turn}, then for {@code after}
-     * (each when not {@code null}; see {@code Leases.acquiring}). {@code turn}: earlier
-     * acquisitions of the same owner still running; if the wait's deadline comes or the caller
-     * cancels first, the acquisition ends without an attempt (false, or the cancellation), and
-     * leaves nothing to clean up. {@code after}: the clean-up of an earlier acquisition the
-     * caller gave up, which must reach Redis first; bounded (one command timeout), counted
-     * against the budget, and followed by an attempt however short the wait; a cancel meanwhile
-     * ends it when {@code after} completes.
-     */
-    Acquisition acquire(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos, CompletableFuture<?> after,
-                        CompletableFuture<?> turn) {
-        Acquisition acquisition = new Acquisition(attempt, channel, wakeRule, waitNanos);
-        Runnable start = () -> {
-            if (after == null || after.isDone()) {
-                acquisition.step();
-            } else {
-                after.whenComplete((ok, e) -> acquisition.guarded(acquisition::step));
-            }
-        };
-        if (turn == null || turn.isDone()) {
-            start.run();
-        } else {
-            acquisition.awaitTurn(turn, start);
-        }
-        return acquisition;
+    /** Makes an acquisition without starting it (see {@link Acquisition#start}). */
+    Acquisition prepare(Attempt attempt, String channel, WakeRule wakeRule, long waitNanos) {
+        return new Acquisition(attempt, channel, wakeRule, waitNanos);
     }
 
     /** One running acquisition. */
@@ -333,6 +315,39 @@ final class AcquireEngine {
             if (p != null) {
                 p.complete(null);
             }
+        }
+
+        /**
+         * Starts the loop; its first attempt waits for {@code turn}, then for {@code after} (each
+         * when not {@code null}; see {@code Leases.acquiring}). {@code turn}: the owner's earlier
+         * acquisitions of the same lock have settled; if the deadline comes or the caller cancels
+         * first, the acquisition ends without an attempt (false, or the cancellation) and leaves
+         * nothing to clean up. {@code after}: the clean-up of an earlier acquisition the caller
+         * gave up, which must reach Redis first; bounded (one command timeout), counted against
+         * the budget, and followed by an attempt however short the wait; a cancel meanwhile ends
+         * it when {@code after} completes.
+         */
+        void start(CompletableFuture<?> after, CompletableFuture<?> turn) {
+            Runnable begin = () -> {
+                if (after == null || after.isDone()) {
+                    step();
+                } else {
+                    after.whenComplete((ok, e) -> guarded(this::step));
+                }
+            };
+            if (turn == null || turn.isDone()) {
+                begin.run();
+            } else {
+                awaitTurn(turn, begin);
+            }
+        }
+
+        /**
+         * Whether the engine delivered a grant to the caller: only its settling is left, so an
+         * owner's next acquisition need not wait for it.
+         */
+        boolean grantDelivered() {
+            return delivered || deliverer != null || propagated || propagator != null;
         }
 
         /**

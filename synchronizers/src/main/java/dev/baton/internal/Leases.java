@@ -37,7 +37,11 @@ final class Leases {
      * Each owner's acquisitions of each lock that have not settled yet (their clean-up not yet
      * dispatched), registered when they start; see {@link #acquiring}.
      */
-    private final ConcurrentHashMap<Key, java.util.Set<AcquireEngine.Acquisition>> acquiring = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Key, List<Turn>> acquiring = new ConcurrentHashMap<>();
+
+    /** One acquisition in its owner's line for a lock, and the turn it waits for (null: it started at once). */
+    private record Turn(AcquireEngine.Acquisition acquisition, CompletableFuture<Void> turn) {
+    }
     private final Cache<Key, LostHolds> lost = Caffeine.newBuilder()
             .expireAfterWrite(LOST_MEMORY)
             .maximumSize(10_000)
@@ -109,9 +113,9 @@ final class Leases {
     }
 
     /**
-     * A new acquisition of {@code key} by {@code owner} starts: registers it via {@code start},
-     * giving it what its first attempt must wait for. Two things, by the rule that an owner's
-     * acquisitions of one lock take turns:
+     * A new acquisition of {@code key} by {@code owner} (made by {@code prepare}, not started yet)
+     * joins its owner's line for that lock and is started, by the rule that an owner's
+     * acquisitions of one lock take turns. It waits for two things:
      *
      * <ul>
      * <li>{@code after}: an earlier acquisition of the same owner and lock that the caller has
@@ -120,54 +124,74 @@ final class Leases {
      * waits until that clean-up is on the wire (the old one has settled: at most one command
      * timeout), so the give-back reaches Redis first and can never undo the new hold. This wait
      * is bounded, and the new acquisition still attempts once after it, however short its wait.
-     * <li>{@code turn}: earlier acquisitions of the same owner and lock still running (async
-     * calls with one owner id). Their clean-ups (an undo, a fair waiter's leave) count holds by
-     * owner and could take a hold the other one was granted; so the new one starts when they
-     * have ended, and if its own wait ends first it ends without asking Redis (false, or its
-     * cancellation). When the earlier one was granted, the new one re-enters.
+     * <li>its turn: earlier acquisitions of the same owner and lock still running (async calls
+     * with one owner id, even started at the same moment from two threads). Their clean-ups (an
+     * undo, a fair waiter's leave) count holds by owner and could take a hold another one was
+     * granted; so the new one starts when every earlier one in the line has settled, and if its
+     * own wait ends first it ends without asking Redis (false, or its cancellation). When an
+     * earlier one was granted, the new one re-enters. One whose grant has been delivered is not
+     * waited for (it only has its settling left), so a re-entry from the grant's callback asks
+     * Redis at once.
      * </ul>
      *
-     * <p>The earlier acquisition counts as given up as soon as its future is completed, before
-     * any callback has run, so a caller that retries from a callback of the old future (which
-     * runs before the engine's own) is ordered all the same.
+     * <p>The line is changed only inside the map's per-key compute, so two acquisitions started
+     * at once see each other; an entry leaves the line when its acquisition settles, and that
+     * wakes the next ones whose earlier entries have all settled (nothing stays attached to an
+     * acquisition that ended while waiting). The earlier acquisition counts as given up as soon
+     * as its future is completed, before any callback has run, so a caller that retries from a
+     * callback of the old future (which runs before the engine's own) is ordered all the same.
      */
-    AcquireEngine.Acquisition acquiring(String key, String owner,
-                                        java.util.function.BiFunction<CompletableFuture<?>, CompletableFuture<?>,
-                                                AcquireEngine.Acquisition> start) {
+    AcquireEngine.Acquisition acquiring(String key, String owner, java.util.function.Supplier<AcquireEngine.Acquisition> prepare) {
         Key k = new Key(key, owner);
-        java.util.Set<AcquireEngine.Acquisition> running = acquiring.get(k);
-        List<CompletableFuture<Void>> before = new java.util.ArrayList<>();
-        List<CompletableFuture<Void>> turn = new java.util.ArrayList<>();
-        if (running != null) {
-            for (AcquireEngine.Acquisition earlier : running) {
+        AcquireEngine.Acquisition acquisition = prepare.get();
+        List<AcquireEngine.Acquisition> givenUp = new java.util.ArrayList<>();
+        Turn[] mine = new Turn[1];
+        acquiring.compute(k, (x, line) -> {
+            List<Turn> l = line == null ? new java.util.ArrayList<>() : line;
+            boolean waits = false;
+            for (Turn t : l) {
+                AcquireEngine.Acquisition earlier = t.acquisition();
                 if (earlier.settled().isDone()) {
-                    continue;
+                    continue; // leaving the line
                 }
                 if (earlier.givenUp()) {
-                    // Stop it now rather than when its own callback comes (after the caller's,
-                    // which may be this very call): it settles as soon as no attempt is in flight.
-                    earlier.cancel();
-                    before.add(earlier.settled());
-                } else {
-                    turn.add(earlier.settled());
+                    givenUp.add(earlier);
+                } else if (!earlier.grantDelivered()) {
+                    waits = true;
                 }
             }
+            mine[0] = new Turn(acquisition, waits ? new CompletableFuture<>() : null);
+            l.add(mine[0]);
+            return l;
+        });
+        List<CompletableFuture<Void>> before = new java.util.ArrayList<>();
+        for (AcquireEngine.Acquisition earlier : givenUp) {
+            // Stop it now rather than when its own callback comes (after the caller's, which may
+            // be this very call): it settles as soon as no attempt is in flight.
+            earlier.cancel();
+            before.add(earlier.settled());
         }
+        acquisition.settled().whenComplete((ok, e) -> leave(k, acquisition));
         CompletableFuture<?> after = before.isEmpty() ? null : CompletableFuture.allOf(before.toArray(CompletableFuture[]::new));
-        CompletableFuture<?> waitTurn = turn.isEmpty() ? null : CompletableFuture.allOf(turn.toArray(CompletableFuture[]::new));
-        AcquireEngine.Acquisition acquisition = start.apply(after, waitTurn);
-        if (!acquisition.settled().isDone()) {
-            acquiring.compute(k, (x, set) -> {
-                java.util.Set<AcquireEngine.Acquisition> s = set == null ? ConcurrentHashMap.newKeySet() : set;
-                s.add(acquisition);
-                return s;
-            });
-            acquisition.settled().whenComplete((ok, e) -> acquiring.computeIfPresent(k, (x, set) -> {
-                set.remove(acquisition);
-                return set.isEmpty() ? null : set;
-            }));
-        }
+        acquisition.start(after, mine[0].turn());
         return acquisition;
+    }
+
+    /** A settled acquisition leaves its owner's line; the ones whose earlier entries have all settled get their turn. */
+    private void leave(Key k, AcquireEngine.Acquisition settled) {
+        List<CompletableFuture<Void>> turns = new java.util.ArrayList<>();
+        acquiring.computeIfPresent(k, (x, line) -> {
+            line.removeIf(t -> t.acquisition() == settled);
+            boolean blocked = false;
+            for (Turn t : line) {
+                if (!blocked && t.turn() != null && !t.turn().isDone()) {
+                    turns.add(t.turn());
+                }
+                blocked |= !t.acquisition().settled().isDone();
+            }
+            return line.isEmpty() ? null : line;
+        });
+        turns.forEach(t -> t.complete(null)); // outside the compute: starting may send, settle, and leave again
     }
 
     /** An owner-checked update gave a fixed lease {@code leaseMs} from now. */

@@ -274,14 +274,15 @@ class RedisLock implements BatonLock {
     AcquireEngine.Acquisition start(long waitNanos, LeaseRequest lease, long ownerId) {
         services.checkOpen();
         String owner = owner(ownerId);
-        // An earlier acquisition by this owner that was given up may still have an attempt in
-        // flight whose grant it will give back: start after that give-back is on the wire, so it
-        // reaches Redis first and can never undo this acquisition's hold (Leases.acquiring).
-        // Keyed by the owner, not its field: a read lock's give-back must land before the same
-        // owner's write acquisition too (which would otherwise be refused as an upgrade).
+        // An owner's acquisitions of one lock take turns, and one given up may still have an
+        // attempt in flight whose grant it will give back: this one starts when the earlier ones
+        // have settled, so no clean-up of theirs (counted by owner) can undo its hold
+        // (Leases.acquiring). Keyed by the owner, not its field: a read lock's give-back must
+        // land before the same owner's write acquisition too (which would otherwise be refused
+        // as an upgrade).
         String ordered = Names.owner(services.clientId(), ownerId);
-        return services.leases().acquiring(name, ordered, (after, turn) -> services.engine().acquire(
-                new LockAttempt(owner, lease, waitNanos != 0), recipe.channel(), recipe.wakeRule(), waitNanos, after, turn));
+        return services.leases().acquiring(name, ordered, () -> services.engine().prepare(
+                new LockAttempt(owner, lease, waitNanos != 0), recipe.channel(), recipe.wakeRule(), waitNanos));
     }
 
     /** One acquisition's attempts; remembers the hold count it last asked with. */
