@@ -488,20 +488,29 @@ class NemesisSoakTest {
 
     /** Unlocks, calling again while Redis does not confirm (the hold is kept); true if the lease was lost. */
     private static boolean unlockUntilDone(Record rec, String name, Runnable unlock) {
+        return untilConfirmed(rec, name + " unlock", unlock);
+    }
+
+    /**
+     * Calls {@code release} again while Redis does not confirm it, as the javadoc of every release
+     * that must be completed says (an unlock, a permit's release by id); each call within its
+     * bound. True if it reported the lease lost.
+     */
+    private static boolean untilConfirmed(Record rec, String what, Runnable release) {
         for (int i = 0; i < 100; i++) {
             long u0 = System.nanoTime();
             try {
-                unlock.run();
-                rec.bounded(name + " unlock", u0, Bounds.failure(TIMEOUT));
+                release.run();
+                rec.bounded(what, u0, Bounds.failure(TIMEOUT));
                 return false;
             } catch (LeaseLostException e) {
                 return true;
             } catch (RedisUnavailableException e) {
                 rec.unavailable.incrementAndGet();
-                rec.bounded(name + " unlock", u0, Bounds.failure(TIMEOUT));
+                rec.bounded(what, u0, Bounds.failure(TIMEOUT));
             }
         }
-        throw new IllegalStateException("unlock of " + name + " never went through in 100 calls");
+        throw new IllegalStateException(what + " never went through in 100 calls");
     }
 
     private static void batonFenced(Record rec, String name, BatonFencedLock lock, String client) {
@@ -581,23 +590,10 @@ class NemesisSoakTest {
         rec.leave(name);
         long r0 = System.nanoTime();
         try {
-            // As its javadoc says: a release Redis did not confirm is completed by calling again
-            // with the same id (without that, the permit stayed taken until its 30 s lease ran
-            // out, and the phase's end found the count one short: seen once in a 30-minute run).
-            for (int i = 0; ; i++) {
-                long c0 = System.nanoTime();
-                try {
-                    semaphore.release(id.get());
-                    rec.bounded(name + " release", c0, Bounds.failure(TIMEOUT));
-                    break;
-                } catch (RedisUnavailableException e) {
-                    rec.unavailable.incrementAndGet();
-                    rec.bounded(name + " release", c0, Bounds.failure(TIMEOUT));
-                    if (i == 99) {
-                        throw new IllegalStateException("release of an expirable permit never went through in 100 calls", e);
-                    }
-                }
-            }
+            // Without calling again, the permit stayed taken until its 30 s lease ran out, and the
+            // phase's end found the count one short (seen once in a 30-minute run).
+            String permit = id.get();
+            untilConfirmed(rec, name + " release", () -> semaphore.release(permit));
         } catch (IllegalArgumentException e) {
             // The permit is gone: allowed only when Redis lost its data since it was taken, or is
             // losing it now (a permit taken from the dying server after the loss's first mark,

@@ -8,10 +8,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * The client's table of held leases, keyed by (Redis key, owner id), and the memory of leases
@@ -141,13 +143,13 @@ final class Leases {
      * as its future is completed, before any callback has run, so a caller that retries from a
      * callback of the old future (which runs before the engine's own) is ordered all the same.
      */
-    AcquireEngine.Acquisition acquiring(String key, String owner, java.util.function.Supplier<AcquireEngine.Acquisition> prepare) {
+    AcquireEngine.Acquisition acquiring(String key, String owner, Supplier<AcquireEngine.Acquisition> prepare) {
         Key k = new Key(key, owner);
         AcquireEngine.Acquisition acquisition = prepare.get();
-        List<AcquireEngine.Acquisition> givenUp = new java.util.ArrayList<>();
+        List<AcquireEngine.Acquisition> givenUp = new ArrayList<>();
         Turn[] mine = new Turn[1];
         acquiring.compute(k, (x, line) -> {
-            List<Turn> l = line == null ? new java.util.ArrayList<>() : line;
+            List<Turn> l = line == null ? new ArrayList<>() : line;
             boolean waits = false;
             for (Turn t : l) {
                 AcquireEngine.Acquisition earlier = t.acquisition();
@@ -164,7 +166,7 @@ final class Leases {
             l.add(mine[0]);
             return l;
         });
-        List<CompletableFuture<Void>> before = new java.util.ArrayList<>();
+        List<CompletableFuture<Void>> before = new ArrayList<>();
         for (AcquireEngine.Acquisition earlier : givenUp) {
             // Stop it now rather than when its own callback comes (after the caller's, which may
             // be this very call): it settles as soon as no attempt is in flight.
@@ -179,7 +181,7 @@ final class Leases {
 
     /** A settled acquisition leaves its owner's line; the ones whose earlier entries have all settled get their turn. */
     private void leave(Key k, AcquireEngine.Acquisition settled) {
-        List<CompletableFuture<Void>> turns = new java.util.ArrayList<>();
+        List<CompletableFuture<Void>> turns = new ArrayList<>();
         acquiring.computeIfPresent(k, (x, line) -> {
             line.removeIf(t -> t.acquisition() == settled);
             boolean blocked = false;
