@@ -76,6 +76,29 @@ class AsyncOwnerTest extends TwoClientsTest {
     }
 
     /**
+     * The same with a third acquisition of the owner waiting its turn behind the first: the
+     * re-entry from the first's grant does not wait behind it (a review found it ended false).
+     */
+    @Test
+    void aReEntryFromTheGrantsCallbackDoesNotWaitBehindAQueuedOne() throws Exception {
+        long owner = Baton.newOwnerId();
+        BatonLock held = b.lock("re-entry-behind");
+        held.lock();
+        BatonLock lock = a.lock("re-entry-behind");
+        java.util.concurrent.CompletableFuture<Boolean> again = lock.lockAsync(owner).toCompletableFuture()
+                .thenCompose(v -> lock.tryLockAsync(0, TimeUnit.MILLISECONDS, owner)).toCompletableFuture();
+        java.util.concurrent.CompletableFuture<Void> queued = lock.lockAsync(owner).toCompletableFuture();
+        held.unlock();
+        assertTrue(again.get(10, TimeUnit.SECONDS), "the holder re-enters from its grant's callback");
+        queued.get(10, TimeUnit.SECONDS); // then the queued one, a third hold
+        assertEquals(3, lock.getHoldCount(owner));
+        for (int i = 0; i < 3; i++) {
+            lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        }
+        assertFalse(lock.isLocked());
+    }
+
+    /**
      * Two acquisitions of one owner started together from two threads take turns too: both end
      * granted (the second re-enters), and the lock is free after two releases, every time.
      */

@@ -344,10 +344,14 @@ final class AcquireEngine {
 
         /**
          * Whether the engine delivered a grant to the caller: only its settling is left, so an
-         * owner's next acquisition need not wait for it.
+         * owner's next acquisition need not wait for it. While the delivery is under way, only
+         * for its own thread (a callback of the grant): another thread waits the few
+         * microseconds until it settles, since a caller's cancel racing the delivery still
+         * makes the engine give the grant back.
          */
         boolean grantDelivered() {
-            return delivered || deliverer != null || propagated || propagator != null;
+            Thread current = Thread.currentThread();
+            return delivered || propagated || deliverer == current || propagator == current;
         }
 
         /**

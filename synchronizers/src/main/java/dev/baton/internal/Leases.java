@@ -42,7 +42,18 @@ final class Leases {
     private final ConcurrentHashMap<Key, List<Turn>> acquiring = new ConcurrentHashMap<>();
 
     /** One acquisition in its owner's line for a lock, and the turn it waits for (null: it started at once). */
-    private record Turn(AcquireEngine.Acquisition acquisition, CompletableFuture<Void> turn) {
+    private static final class Turn {
+        final AcquireEngine.Acquisition acquisition;
+        /** Completed when its turn comes; null: it started at once. */
+        final CompletableFuture<Void> turn;
+        /** Whether it may have asked Redis (started at once, or its turn was given); read and written inside the map's compute only. */
+        boolean started;
+
+        Turn(AcquireEngine.Acquisition acquisition, CompletableFuture<Void> turn) {
+            this.acquisition = acquisition;
+            this.turn = turn;
+            this.started = turn == null;
+        }
     }
     private final Cache<Key, LostHolds> lost = Caffeine.newBuilder()
             .expireAfterWrite(LOST_MEMORY)
@@ -132,8 +143,9 @@ final class Leases {
      * granted; so the new one starts when every earlier one in the line has settled, and if its
      * own wait ends first it ends without asking Redis (false, or its cancellation). When an
      * earlier one was granted, the new one re-enters. One whose grant has been delivered is not
-     * waited for (it only has its settling left), so a re-entry from the grant's callback asks
-     * Redis at once.
+     * waited for (it only has its settling left), nor is one still waiting for its own turn (it
+     * has asked Redis nothing; a new one that starts at once goes before it in the line), so a
+     * re-entry from the grant's callback asks Redis at once.
      * </ul>
      *
      * <p>The line is changed only inside the map's per-key compute, so two acquisitions started
@@ -151,19 +163,26 @@ final class Leases {
         acquiring.compute(k, (x, line) -> {
             List<Turn> l = line == null ? new ArrayList<>() : line;
             boolean waits = false;
-            for (Turn t : l) {
-                AcquireEngine.Acquisition earlier = t.acquisition();
+            int notStarted = l.size();
+            for (int i = 0; i < l.size(); i++) {
+                Turn t = l.get(i);
+                AcquireEngine.Acquisition earlier = t.acquisition;
                 if (earlier.settled().isDone()) {
                     continue; // leaving the line
                 }
-                if (earlier.givenUp()) {
+                if (!t.started) {
+                    // It and everything behind it have not asked Redis yet: they hold nothing back.
+                    notStarted = Math.min(notStarted, i);
+                } else if (earlier.givenUp()) {
                     givenUp.add(earlier);
                 } else if (!earlier.grantDelivered()) {
                     waits = true;
                 }
             }
             mine[0] = new Turn(acquisition, waits ? new CompletableFuture<>() : null);
-            l.add(mine[0]);
+            // One that starts at once goes before those still waiting for their turn (a re-entry
+            // from a grant's callback must not wait behind them); one that waits joins the end.
+            l.add(waits ? l.size() : notStarted, mine[0]);
             return l;
         });
         List<CompletableFuture<Void>> before = new ArrayList<>();
@@ -175,7 +194,7 @@ final class Leases {
         }
         acquisition.settled().whenComplete((ok, e) -> leave(k, acquisition));
         CompletableFuture<?> after = before.isEmpty() ? null : CompletableFuture.allOf(before.toArray(CompletableFuture[]::new));
-        acquisition.start(after, mine[0].turn());
+        acquisition.start(after, mine[0].turn);
         return acquisition;
     }
 
@@ -183,13 +202,14 @@ final class Leases {
     private void leave(Key k, AcquireEngine.Acquisition settled) {
         List<CompletableFuture<Void>> turns = new ArrayList<>();
         acquiring.computeIfPresent(k, (x, line) -> {
-            line.removeIf(t -> t.acquisition() == settled);
+            line.removeIf(t -> t.acquisition == settled);
             boolean blocked = false;
             for (Turn t : line) {
-                if (!blocked && t.turn() != null && !t.turn().isDone()) {
-                    turns.add(t.turn());
+                if (!blocked && !t.started) {
+                    t.started = true;
+                    turns.add(t.turn);
                 }
-                blocked |= !t.acquisition().settled().isDone();
+                blocked |= !t.acquisition.settled().isDone();
             }
             return line.isEmpty() ? null : line;
         });
