@@ -41,6 +41,7 @@ class SentinelFailoverTest {
                 assertTrue(e.getCause() instanceof ReplicaSyncException, "landed, too few replicas: " + e);
                 return;
             } catch (RedisUnavailableException e) {
+                System.out.println("[sentinel] " + what + ": called again after " + e);
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError(what + " never went through after the failover", e);
                 }
@@ -59,7 +60,8 @@ class SentinelFailoverTest {
         try (RedisSentinelGroup group = RedisSentinelGroup.start(1, 3, link)) {
             BatonOptions.Builder common = BatonOptions.builder().redisUri(group.sentinelUri()).watchdogTimeout(watchdog)
                     .leaseLostListener((name, owner, reason) -> lostAt.putIfAbsent(name, System.nanoTime()));
-            try (Baton synced = Baton.create(common.replicaSync(1, Duration.ofSeconds(2), BatonOptions.ReplicaSyncFailure.FAIL).build());
+            Duration syncTimeout = Duration.ofSeconds(2);
+            try (Baton synced = Baton.create(common.replicaSync(1, syncTimeout, BatonOptions.ReplicaSyncFailure.FAIL).build());
                  Baton plain = Baton.create(common.replicaSync(0, Duration.ofSeconds(1), BatonOptions.ReplicaSyncFailure.FAIL).build());
                  Baton waiting = Baton.create(BatonOptions.builder().redisUri(group.sentinelUri()).build())) {
                 // Replicated before the failover (WAIT through the 500 ms link): a watchdog lock kept
@@ -105,8 +107,9 @@ class SentinelFailoverTest {
                 long released = System.nanoTime();
                 // The per-fault table's number: the holder's release goes through within 1 s (the
                 // client's reconnects to the Sentinels' new master are at most 1 s apart) + the
-                // command timeout + 150 ms of the promotion.
-                Duration releaseBound = Bounds.failure(BatonOptions.DEFAULT_COMMAND_TIMEOUT.plusSeconds(1));
+                // command timeout + 150 ms of the promotion, + the replica-sync timeout, since the
+                // holder's client syncs and its release's WAIT finds no replica left to acknowledge.
+                Duration releaseBound = Bounds.failure(BatonOptions.DEFAULT_COMMAND_TIMEOUT.plusSeconds(1).plus(syncTimeout));
                 assertTrue(lockReleased - promotedAt <= releaseBound.toNanos(), "the holder's release went through "
                         + (lockReleased - promotedAt) / 1_000_000 + " ms after the promotion, bound " + releaseBound.toMillis() + " ms");
                 Duration afterRelease = Bounds.within(Bounds.WAKE);
@@ -121,7 +124,8 @@ class SentinelFailoverTest {
                 // the synced one keeps being renewed there and is never reported.
                 Long lostUnsynced = awaitKey(lostAt, "unsynced", Duration.ofSeconds(20));
                 long reportedAfter = lostUnsynced - promotedAt;
-                System.out.println("[sentinel] released " + (released - promotedAt) / 1_000_000 + " ms after the promotion; "
+                System.out.println("[sentinel] the lock released " + (lockReleased - promotedAt) / 1_000_000 + " ms after the promotion, "
+                        + "the permit and the count " + (released - promotedAt) / 1_000_000 + " ms after it; "
                         + "the unsynced lock reported lost " + reportedAfter / 1_000_000 + " ms after it");
                 // At its next renewal: a third of the watchdog timeout, once the client is back (its
                 // reconnect attempts are at most 1 s apart).
@@ -141,12 +145,14 @@ class SentinelFailoverTest {
     }
 
     private static void doOnce(Runnable change) {
+        long start = System.nanoTime();
         try {
             change.run();
         } catch (DoNotRetryException e) {
             // Landed on the new master with no replica left to acknowledge it, or not confirmed at
             // once and finished by Baton in the background: either way not to be called again.
-            System.out.println("[sentinel] not to be repeated: " + e.getMessage());
+            System.out.println("[sentinel] not to be repeated (" + (System.nanoTime() - start) / 1_000_000 + " ms): "
+                    + e.getMessage());
         }
     }
 

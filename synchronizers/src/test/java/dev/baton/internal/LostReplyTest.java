@@ -253,9 +253,13 @@ class LostReplyTest {
         try (RedisServer replica = RedisServer.start("replicaof " + redis.host() + " " + redis.port())) {
             dev.baton.testkit.Await.until(Duration.ofSeconds(10), () -> "the replica in sync",
                     () -> String.valueOf(redis.command("INFO", "replication")).contains("state=online"));
+            // "online" is the master's view; the replica may still be loading what it was sent. The
+            // lock below must meet no shortfall, so wait until a WAIT is acknowledged.
+            dev.baton.testkit.Await.until(Duration.ofSeconds(10), () -> "the replica acknowledging WAIT",
+                    () -> Long.valueOf(1).equals(redis.command("WAIT", "1", "200")));
             java.util.List<String> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
             try (Baton synced = Baton.create(BatonOptions.builder().redisUri(proxy.uri()).commandTimeout(Duration.ofSeconds(5))
-                    .replicaSync(1, Duration.ofMillis(200), BatonOptions.ReplicaSyncFailure.FAIL)
+                    .replicaSync(1, Duration.ofSeconds(1), BatonOptions.ReplicaSyncFailure.FAIL)
                     .leaseLostListener((name, owner, reason) -> reported.add(name + ": " + reason)).build())) {
                 BatonLock lock = synced.lock("resent-short");
                 lock.lock();
