@@ -61,6 +61,23 @@ abstract class InteropTest {
         return value;
     }
 
+    /**
+     * Waits until {@code waiter} is parked on its Redisson lock entry's semaphore. Redisson 4.7
+     * answers a write release's broadcast ("1") with {@code release(getQueueLength())}: a reader
+     * that is between its attempt and that wait when the message comes gets no permit and sleeps
+     * until its re-check at the lock's TTL, whoever released (the same with Redisson alone). A
+     * test of the wake-up must therefore release only once the reader waits.
+     */
+    protected static void awaitParkedInRedisson(java.util.concurrent.atomic.AtomicReference<Thread> waiter) {
+        dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(10), () -> "the Redisson waiter parked on its semaphore "
+                + (waiter.get() == null ? "(not started)" : waiter.get().getState()), () -> {
+            Thread t = waiter.get();
+            return t != null && t.getState() == Thread.State.TIMED_WAITING
+                    && java.util.Arrays.stream(t.getStackTrace()).anyMatch(frame ->
+                    frame.getClassName().equals("java.util.concurrent.Semaphore") && frame.getMethodName().startsWith("tryAcquire"));
+        });
+    }
+
     @AfterEach
     void closeBoth() {
         threads.shutdownNow();

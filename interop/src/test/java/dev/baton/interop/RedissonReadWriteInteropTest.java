@@ -44,9 +44,13 @@ class RedissonReadWriteInteropTest extends InteropTest {
     void releasesWakeTheOtherClientsWaiters() throws Exception {
         BatonReadWriteLock ours = baton.readWriteLock("wake");
         ours.writeLock().lock(); // watchdog lease: 30 s, longer than the waits below
-        Future<Boolean> redissonReader = threads.submit(() -> redisson.getReadWriteLock("wake").readLock()
-                .tryLock(15, 5, TimeUnit.SECONDS));
+        java.util.concurrent.atomic.AtomicReference<Thread> reader = new java.util.concurrent.atomic.AtomicReference<>();
+        Future<Boolean> redissonReader = threads.submit(() -> {
+            reader.set(Thread.currentThread());
+            return redisson.getReadWriteLock("wake").readLock().tryLock(15, 5, TimeUnit.SECONDS);
+        });
         redis.awaitAnySubscriber("redisson_rwlock:{wake}");
+        awaitParkedInRedisson(reader); // a reader not yet waiting misses the broadcast (Redisson's own race)
         assertTrue(wokenBy(redissonReader, () -> ours.writeLock().unlock()), "a Baton write release wakes a Redisson reader");
 
         redis.command("FLUSHALL");

@@ -165,7 +165,8 @@ public final class History {
 
     /** A call failed in a way no promise allows (an exception on a healthy Redis, say). */
     public void failed(String what, Throwable error) {
-        unexcusedFailures.add(what + " threw " + error);
+        // What was thrown first: a CI log shows the first few hundred characters of a failure.
+        unexcusedFailures.add("threw " + error + ", in " + what);
     }
 
     /** A violation a kind's own check found (a latch opened early, a count off). */

@@ -154,7 +154,7 @@ class HistoryTest {
         List<String> found = h.judge(1, 2, 1, AB);
         assertEquals(4, found.size(), found.toString());
         assertTrue(found.stream().anyMatch(s -> s.startsWith("tryLock(5 ms) took 3000 ms")), found.toString());
-        assertTrue(found.stream().anyMatch(s -> s.startsWith("lock() threw")), found.toString());
+        assertTrue(found.stream().anyMatch(s -> s.startsWith("threw java.lang.IllegalStateException: boom, in lock()")), found.toString());
         assertTrue(found.stream().anyMatch(s -> s.startsWith("lost updates")), found.toString());
         assertTrue(found.stream().anyMatch(s -> s.startsWith("client b was never granted")), found.toString());
     }

@@ -174,6 +174,8 @@ class InterleavingFuzzTest {
         final AtomicInteger interrupts = new AtomicInteger();
         final AtomicInteger cancels = new AtomicInteger();
         final AtomicInteger forces = new AtomicInteger();
+        /** Redisson's own timeouts (its subscription lock, see {@link Worker#loop}); never a Baton call's. */
+        final AtomicInteger redissonTimeouts = new AtomicInteger();
         final ScheduledExecutorService timers = Executors.newScheduledThreadPool(1);
         final ExecutorService threads = Executors.newCachedThreadPool();
         final Set<String> clients = new LinkedHashSet<>();
@@ -216,7 +218,9 @@ class InterleavingFuzzTest {
                         + " count-downs, " + latches.opened.get() + " waits that opened, " + cancels.get() + " cancels";
             }
             return operations.get() + " operations, " + history.holds().size() + " grants, " + interrupts.get()
-                    + " interrupts, " + cancels.get() + " cancels, " + forces.get() + " forceUnlocks";
+                    + " interrupts, " + cancels.get() + " cancels, " + forces.get() + " forceUnlocks"
+                    + (redissonTimeouts.get() == 0 ? "" : ", " + redissonTimeouts.get() + " Redisson calls that gave up"
+                    + " with Redisson's own RedisTimeoutException");
         }
 
         List<String> run() throws Exception {
@@ -564,6 +568,15 @@ class InterleavingFuzzTest {
                             case "latch" -> latches.step(this);
                             default -> throw new IllegalArgumentException(kind);
                         }
+                    } catch (org.redisson.client.RedisTimeoutException e) {
+                        if (redisson == null) {
+                            throw e;
+                        }
+                        // Redisson gave up on its own (its pub/sub subscription lock, a known Redisson
+                        // weakness on a loaded machine, redisson/redisson#7264): not a Baton call, and
+                        // nothing was granted. Counted and printed, not judged.
+                        redissonTimeouts.incrementAndGet();
+                        trace(System.nanoTime(), "Redisson gave up: " + e.getMessage());
                     } catch (Throwable e) {
                         history.failed(kind + " operation by " + client + tag + " (its last steps: "
                                 + history.steps(tag.substring(2)) + ")", e);
@@ -813,7 +826,12 @@ class InterleavingFuzzTest {
             void redissonLockStep(RLock lock, Mode mode) throws Exception {
                 long t0 = System.nanoTime();
                 asked = t0;
-                switch (rnd.nextInt(3)) {
+                // No untimed Redisson wait on a read-write lock: Redisson 4.7 answers a write
+                // release's broadcast with permits for the threads parked at that instant, so a
+                // waiter between its attempt and its wait sleeps until the TTL it saw (up to the
+                // 60 s lease here, past the drain); see InteropTest.awaitParkedInRedisson.
+                int op = kind.equals("readWriteLock") ? 1 + rnd.nextInt(2) : rnd.nextInt(3);
+                switch (op) {
                     case 0 -> {
                         lock.lock();
                         redissonHeld("redisson lock()", lock, mode);
