@@ -11,6 +11,7 @@ import org.slf4j.LoggerFactory;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /*
  * The acquire engine is the one wait loop every blocking synchronizer uses, in the spirit of
@@ -465,7 +466,24 @@ final class AcquireEngine {
                 return;
             }
             subscription = s;
+            // The deadline does not wait for the subscription: if SUBSCRIBE is still unconfirmed
+            // then (the pub/sub connection reconnecting), the last attempt goes out at the
+            // deadline, so a wait with a budget still ends within the budget + the command
+            // timeout. (Found by the simulation: a confirmation that came just inside its own
+            // timeout was followed by an attempt with a timeout of its own.)
+            AtomicBoolean movedOn = new AtomicBoolean();
+            Scheduler.Cancellable atDeadline = unlimited || s.ready().isDone() ? null : scheduler.schedule(() -> guarded(() -> {
+                if (movedOn.compareAndSet(false, true)) {
+                    step();
+                }
+            }), Math.max(0, remainingNanos()), TimeUnit.NANOSECONDS);
             s.ready().whenComplete((ok, e) -> guarded(() -> {
+                if (atDeadline != null) {
+                    atDeadline.cancel();
+                }
+                if (!movedOn.compareAndSet(false, true)) {
+                    return; // the deadline came first and made the last attempt
+                }
                 if (e == null) {
                     attempt.subscribed();
                     step();
