@@ -28,14 +28,14 @@ import java.util.function.ToLongFunction;
  *
  * Single-threaded on purpose: the simulation runs one event at a time, like Redis.
  */
-final class SimRedis {
+public final class SimRedis {
 
     /** A simple-string reply ({@code +OK}, a TYPE's name). */
-    record Status(String text) {
+    public record Status(String text) {
     }
 
     /** An error reply, with Redis's text (its first word is the error code). */
-    static final class SimError extends RuntimeException {
+    public static final class SimError extends RuntimeException {
         private static final long serialVersionUID = 1L;
 
         SimError(String message) {
@@ -44,7 +44,7 @@ final class SimRedis {
     }
 
     /** One message published, in order. */
-    record Published(String channel, String message) {
+    public record Published(String channel, String message) {
     }
 
     private static final String WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -98,7 +98,7 @@ final class SimRedis {
     private ToLongFunction<String> receivers = channel -> 0;
 
     /** Sets the virtual clock, in microseconds since the epoch (it never runs by itself). */
-    void setMicros(long micros) {
+    public void setMicros(long micros) {
         setClock(micros, Math.floorDiv(micros, 1000));
     }
 
@@ -112,24 +112,24 @@ final class SimRedis {
         this.expiryMs = expiryMs;
     }
 
-    long nowMs() {
+    public long nowMs() {
         return expiryMs;
     }
 
     /** How many subscribers a PUBLISH reports for a channel (0 for every channel by default). */
-    void receivers(ToLongFunction<String> count) {
+    public void receivers(ToLongFunction<String> count) {
         this.receivers = count;
     }
 
     /** Every message published since the last call, oldest first. */
-    List<Published> takePublished() {
+    public List<Published> takePublished() {
         List<Published> taken = List.copyOf(published);
         published.clear();
         return taken;
     }
 
     /** Runs one command; see the class comment for the reply types. */
-    Object command(String... args) {
+    public Object command(String... args) {
         String name = args[0].toUpperCase(Locale.ROOT);
         return switch (name) {
             case "EVAL" -> eval(args[1], args, 2);
@@ -577,7 +577,7 @@ final class SimRedis {
     }
 
     /** The keys alive now, each with its type, value and expiry time (ms since the epoch, -1: none), for comparing keyspaces. */
-    Map<String, Object[]> dump() {
+    public Map<String, Object[]> dump() {
         Map<String, Object[]> out = new TreeMap<>();
         for (String key : List.copyOf(keys.keySet())) {
             Entry e = live(key);

@@ -34,7 +34,7 @@ import java.util.function.ToIntFunction;
 public final class ClientRuntime implements AutoCloseable {
     private final BatonOptions options;
     private final LettuceConnections connections;
-    private final NettyScheduler scheduler;
+    private final Scheduler scheduler;
     private final CommandExecutor executor;
     private final PubSubService pubSub;
     private final RenewalRegistry renewals;
@@ -43,9 +43,19 @@ public final class ClientRuntime implements AutoCloseable {
     private final boolean cluster;
 
     private ClientRuntime(BatonOptions options, LettuceConnections connections) {
+        this(options, connections, new NettyScheduler(), UUID.randomUUID().toString());
+    }
+
+    /**
+     * A runtime on given connections and time: the one way in for the deterministic simulation,
+     * which passes connections to its simulated Redis, its virtual-time scheduler and a client id
+     * of its own, so a seed decides everything. The scheduler is closed with the runtime if it
+     * is {@link AutoCloseable}.
+     */
+    ClientRuntime(BatonOptions options, LettuceConnections connections, Scheduler scheduler, String clientId) {
         this.options = options;
         this.connections = connections;
-        this.scheduler = new NettyScheduler();
+        this.scheduler = scheduler;
         ReplicaSyncer.Config sync = ReplicaSyncer.Config.OFF;
         if (options.replicaSyncReplicas() > 0) {
             sync = new ReplicaSyncer.Config(options.replicaSyncReplicas(), options.replicaSyncTimeout(),
@@ -63,7 +73,7 @@ public final class ClientRuntime implements AutoCloseable {
                 options.watchdogTimeout().toMillis(), options.renewalBatchSize(), observer);
         leases.attach(renewals);
         this.services = new Services(executor, new AcquireEngine(pubSub, scheduler, observer), leases, renewer,
-                new Requests(executor, scheduler, options.commandTimeout()), UUID.randomUUID().toString(),
+                new Requests(executor, scheduler, options.commandTimeout()), clientId,
                 options.commandTimeout(), options.watchdogTimeout(), connections.target(), new Services.Lifecycle());
         renewals.start();
         connections.wiring().accept(executor);
@@ -237,7 +247,13 @@ public final class ClientRuntime implements AutoCloseable {
         try {
             connections.close();
         } finally {
-            scheduler.close();
+            if (scheduler instanceof AutoCloseable closeable) {
+                try {
+                    closeable.close();
+                } catch (Exception e) {
+                    throw new IllegalStateException("closing the scheduler failed", e);
+                }
+            }
         }
     }
 

@@ -1,0 +1,361 @@
+package dev.baton.internal;
+
+import dev.baton.BatonLock;
+import dev.baton.LeaseLostException;
+import dev.baton.RedisUnavailableException;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One seeded run of the reentrant lock: two clients, three async owners each, calling the lock as
+ * users do (lock, short and long timed waits, a fixed lease, a future cancelled or completed by
+ * its caller's own timeout, re-entry) while the wire delays, stalls and resets as the seed says.
+ *
+ * <p>The checker knows what no real test knows, the simulated Redis's keyspace at every instant,
+ * and holds at every grant and release:
+ * <ul>
+ *   <li>a grant reaches its caller only while Redis holds the lock for that owner (no hold that
+ *       Redis never gave: the cohort race's shape);</li>
+ *   <li>a hold that another owner's grant overtook (its lease was gone in Redis) ends with the
+ *       loss reported, by the listener or by its unlock's LeaseLostException;</li>
+ *   <li>an unlock that returns normally released a hold Redis still had;</li>
+ *   <li>every timed call ends within its documented bound on virtual time (the wait + the command
+ *       timeout + 150 ms);</li>
+ *   <li>after the run and a drain, every call has ended, nothing is held in Redis, and neither
+ *       client counts a lease.</li>
+ * </ul>
+ */
+final class LockSimulation {
+
+    static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(1);
+    static final Duration WATCHDOG = Duration.ofSeconds(3);
+    static final String NAME = "sim-lock";
+    static final long SLACK_NANOS = TimeUnit.MILLISECONDS.toNanos(150);
+
+    final long seed;
+    final SimWorld world;
+    final List<String> violations = new ArrayList<>();
+    final List<Owner> owners = new ArrayList<>();
+    final Map<String, Long> reportedLost = new HashMap<>();
+    final List<SimClient> clients = new ArrayList<>();
+    long grants;
+    long operations;
+    private final long runNanos;
+    private boolean stopping;
+    /** Set while the clients close: what their closing fails is not a finding. */
+    private boolean closing;
+
+    LockSimulation(long seed, boolean trace, Duration run) {
+        this.seed = seed;
+        this.world = new SimWorld(seed, trace);
+        this.runNanos = run.toNanos();
+        SimWire.Faults faults = switch (world.rnd.nextInt(4)) {
+            case 0 -> SimWire.Faults.NONE;
+            case 1 -> new SimWire.Faults(0.01, 30_000, 0, 0.01);
+            case 2 -> new SimWire.Faults(0.002, 1_500_000, 0, 0);
+            default -> new SimWire.Faults(0.002, 1_500_000, 40_000, 0.005);
+        };
+        world.note("seed " + seed + " faults " + faults);
+        for (String id : List.of("a", "b")) {
+            SimClient client = new SimClient(world, id, faults, COMMAND_TIMEOUT, WATCHDOG,
+                    (name, owner, reason) -> {
+                        world.note("lease lost reported: " + owner + ": " + reason);
+                        reportedLost.put(owner, world.now());
+                    });
+            clients.add(client);
+            for (int i = 1; i <= 3; i++) {
+                owners.add(new Owner(client, i));
+            }
+        }
+    }
+
+    /** Runs the storm and the drain; the violations found. */
+    List<String> run() {
+        for (Owner o : owners) {
+            world.at(world.micros(0, 500), "start", o::next);
+        }
+        world.runUntil(runNanos, () -> !violations.isEmpty());
+        stopping = true;
+        world.calm = true;
+        long drainUntil = world.now() + TimeUnit.SECONDS.toNanos(60);
+        world.runUntil(drainUntil, () -> !violations.isEmpty() || owners.stream().allMatch(o -> o.idle));
+        // What the last calls dispatched (clean-ups, a connection still reconnecting) lands now.
+        // An acquire whose copy reached Redis only after its undo (it sat in a dropped connection
+        // or a stalled server's input) holds the lock for nobody: it is never renewed, so it is
+        // gone within one lease; the check below holds it to that.
+        // (A copy can arrive up to the longest stall, 1.5 s, after it was sent.)
+        world.runUntil(world.now() + TimeUnit.MILLISECONDS.toNanos(1500) + WATCHDOG.toNanos() + TimeUnit.SECONDS.toNanos(1),
+                () -> !violations.isEmpty());
+        if (violations.isEmpty()) {
+            for (Owner o : owners) {
+                if (!o.idle) {
+                    violations.add(o + " still in " + o.doing + " 60 s after the run ended");
+                }
+            }
+            Object[] left = world.keyspace().get(NAME);
+            if (left != null) {
+                violations.add("after the drain the lock is still held in Redis: " + java.util.Arrays.toString(left));
+            }
+            for (SimClient c : clients) {
+                if (c.runtime.leasesHeld() != 0) {
+                    violations.add("client " + c.id + " still counts leases: " + c.runtime.heldLeases());
+                }
+            }
+        }
+        closing = true;
+        for (SimClient c : clients) {
+            c.close();
+        }
+        return violations;
+    }
+
+    void violation(String what) {
+        if (closing) {
+            return;
+        }
+        world.note("VIOLATION " + what);
+        violations.add(what);
+    }
+
+    /** Redis's holder field for an owner, and its hold count there (0: not held by it). */
+    long heldInRedis(Owner o) {
+        Object[] entry = world.keyspace().get(NAME);
+        if (entry == null || !(entry[1] instanceof Map<?, ?> hash)) {
+            return 0;
+        }
+        Object count = hash.get(o.field());
+        return count == null ? 0 : Long.parseLong((String) count);
+    }
+
+    /** One async owner: one operation at a time, as a request handler does. */
+    final class Owner {
+        final SimClient client;
+        final long ownerId;
+        final BatonLock lock;
+        boolean idle;
+        String doing = "nothing";
+        /** While holding: when granted, and whether another grant overtook this hold. */
+        long grantedAt = -1;
+        long askedAt;
+        long leaseMs;
+        boolean overtaken;
+        /**
+         * Whether this owner's previous call was abandoned (cancelled, or ended by its caller): the
+         * next call first lets that call's clean-up go out, which may wait one command timeout
+         * for the abandoned attempt's answer (guarantees.md, failures within the timeout).
+         */
+        boolean followsAbandoned;
+        /** The final unlock was called: Redis may have released the lock already. */
+        boolean releasing;
+        int holds;
+
+        Owner(SimClient client, int index) {
+            this.client = client;
+            this.ownerId = 7_000_000_000L + index;
+            this.lock = client.runtime.lock(NAME);
+        }
+
+        String field() {
+            return client.id + ":" + ownerId;
+        }
+
+        @Override
+        public String toString() {
+            return "owner " + field();
+        }
+
+        void next() {
+            if (stopping) {
+                idle = true;
+                doing = "nothing";
+                return;
+            }
+            operations++;
+            askedAt = world.now();
+            int op = world.rnd.nextInt(8);
+            switch (op) {
+                case 0 -> acquire("lockAsync()", lock.lockAsync(ownerId).thenApply(v -> true), -1, 0);
+                case 1 -> {
+                    long wait = world.rnd.nextInt(6);
+                    acquire("tryLockAsync(" + wait + " ms)", lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId), wait, 0);
+                }
+                case 2 -> {
+                    long wait = 10 + world.rnd.nextInt(190);
+                    acquire("tryLockAsync(" + wait + " ms)", lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId), wait, 0);
+                }
+                case 3 -> {
+                    long wait = world.rnd.nextInt(100);
+                    long lease = 200 + world.rnd.nextInt(800);
+                    acquire("tryLockAsync(" + wait + " ms, lease " + lease + " ms)",
+                            lock.tryLockAsync(wait, lease, TimeUnit.MILLISECONDS, ownerId), wait, lease);
+                }
+                case 4 -> acquire("tryLockAsync()", lock.tryLockAsync(ownerId), 0, 0);
+                case 5, 6 -> {
+                    // The future Baton returned, ended by its caller: cancel(), or its own timeout
+                    // (orTimeout's shape). (A stage derived from it is the caller's own business:
+                    // ending that one leaves Baton's acquisition running, as with any future.)
+                    CompletableFuture<Void> f = lock.lockAsync(ownerId).toCompletableFuture();
+                    long after = world.micros(0, op == 5 ? 3_000 : 20_000);
+                    world.at(after, "caller ends", () -> {
+                        if (op == 5) {
+                            f.cancel(true);
+                        } else {
+                            f.completeExceptionally(new TimeoutException("caller's timeout"));
+                        }
+                    });
+                    acquire(op == 5 ? "lockAsync() cancelled" : "lockAsync() timed out by its caller", f.thenApply(v -> true), -1, 0);
+                }
+                default -> {
+                    long wait = world.rnd.nextInt(30);
+                    acquire("tryLockAsync(" + wait + " ms), re-entered", lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId),
+                            wait, 0);
+                }
+            }
+        }
+
+        void acquire(String how, java.util.concurrent.CompletionStage<Boolean> call, long waitMs, long lease) {
+            doing = how;
+            world.note(this + " calls " + how);
+            long bound = waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS
+                    + (followsAbandoned ? COMMAND_TIMEOUT.toNanos() : 0);
+            followsAbandoned = false;
+            long asked = world.now();
+            call.whenComplete((got, error) -> {
+                long took = world.now() - asked;
+                if (bound >= 0 && took > bound) {
+                    violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
+                }
+                Throwable e = unwrap(error);
+                if (e != null) {
+                    world.note(this + " " + how + " ended: " + e);
+                    followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException;
+                    if (!(e instanceof CancellationException || e instanceof TimeoutException
+                            || e instanceof RedisUnavailableException)) {
+                        violation(this + ": " + how + " threw " + e);
+                    }
+                    pause();
+                    return;
+                }
+                if (!got) {
+                    world.note(this + " " + how + " not granted");
+                    pause();
+                    return;
+                }
+                granted(how, lease);
+            });
+        }
+
+        void granted(String how, long lease) {
+            grants++;
+            grantedAt = world.now();
+            leaseMs = lease;
+            overtaken = false;
+            holds = 1;
+            long inRedis = heldInRedis(this);
+            world.note(this + " GRANTED by " + how + " (Redis: " + inRedis + ")");
+            if (inRedis < 1) {
+                violation(this + " was granted the lock by " + how + " but Redis does not hold it for it: "
+                        + java.util.Arrays.toString(world.keyspace().get(NAME)));
+                return;
+            }
+            for (Owner other : owners) {
+                if (other != this && other.grantedAt >= 0 && !other.overtaken && !other.releasing) {
+                    other.overtaken = true;
+                    boolean leaseRanOut = other.leaseMs > 0 && world.now() >= other.askedAt + TimeUnit.MILLISECONDS.toNanos(other.leaseMs);
+                    world.note(other + "'s hold was overtaken by " + this + (leaseRanOut ? " (its fixed lease had run out)" : ""));
+                    if (leaseRanOut) {
+                        other.overtaken = false; // a fixed lease that ran out: the holder is not told
+                        other.grantedAt = -1;
+                    }
+                }
+            }
+            doing = "holding (" + how + ")";
+            boolean reenter = how.endsWith("re-entered");
+            world.at(world.micros(0, 3_000), "hold", () -> {
+                if (reenter) {
+                    lock.lockAsync(ownerId).whenComplete((v, e) -> {
+                        Throwable t = unwrap(e);
+                        if (t != null) {
+                            world.note(this + " re-entry ended: " + t);
+                            release(); // the first hold is still to be released
+                            return;
+                        }
+                        holds = 2;
+                        release();
+                    });
+                } else {
+                    release();
+                }
+            });
+        }
+
+        void release() {
+            doing = "unlocking";
+            releasing = holds == 1;
+            long inRedis = heldInRedis(this);
+            world.note(this + " calls unlockAsync (holds " + holds + ", Redis: " + inRedis + ")");
+            long asked = world.now();
+            lock.unlockAsync(ownerId).whenComplete((v, error) -> {
+                long took = world.now() - asked;
+                long bound = COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
+                if (took > bound) {
+                    violation(this + ": unlockAsync took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
+                }
+                Throwable e = unwrap(error);
+                if (e instanceof RedisUnavailableException && !(e instanceof dev.baton.ReplicaSyncException)) {
+                    world.note(this + " unlock unconfirmed, calling it again: " + e.getMessage());
+                    world.at(world.micros(0, 2_000), "unlock again", this::release);
+                    return;
+                }
+                boolean reported = reportedLost.containsKey(client.id + ":" + ownerId)
+                        && reportedLost.get(client.id + ":" + ownerId) >= grantedAt;
+                if (e == null) {
+                    if (overtaken && !reported) {
+                        violation(this + "'s hold was overtaken by another grant, and its unlock returned normally"
+                                + " with no loss reported");
+                    }
+                } else if (e instanceof LeaseLostException || e instanceof IllegalMonitorStateException) {
+                    world.note(this + " unlock: " + e);
+                    if (!overtaken && !(leaseMs > 0) && !reported && !(e instanceof LeaseLostException)) {
+                        violation(this + ": unlock of a hold nobody overtook threw " + e);
+                    }
+                } else {
+                    violation(this + ": unlock threw " + e);
+                }
+                holds--;
+                if (holds > 0) {
+                    release();
+                    return;
+                }
+                grantedAt = -1;
+                overtaken = false;
+                releasing = false;
+                pause();
+            });
+        }
+
+        void pause() {
+            doing = "pausing";
+            world.at(world.micros(0, 1_000), "next", this::next);
+        }
+    }
+
+    static Throwable unwrap(Throwable e) {
+        while (e instanceof CompletionException || e instanceof java.util.concurrent.ExecutionException) {
+            if (e.getCause() == null) {
+                break;
+            }
+            e = e.getCause();
+        }
+        return e;
+    }
+}

@@ -1,0 +1,63 @@
+package dev.baton.internal;
+
+import dev.baton.BatonOptions;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One Baton client in a simulated world: Baton's real runtime (command executor, pub/sub service,
+ * acquire engine, leases, renewal registry, every synchronizer) on the world's wire and clock.
+ */
+final class SimClient implements AutoCloseable {
+
+    /** The world's clock as Baton's time seam; each timer fires up to 50 µs late, as the seed says. */
+    static final class Clock implements Scheduler {
+        private final SimWorld world;
+
+        Clock(SimWorld world) {
+            this.world = world;
+        }
+
+        @Override
+        public long nanoTime() {
+            return world.now();
+        }
+
+        @Override
+        public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
+            boolean[] cancelled = {false};
+            world.at(unit.toNanos(delay) + world.micros(0, 50), "timer", () -> {
+                if (!cancelled[0]) {
+                    task.run();
+                }
+            });
+            return () -> cancelled[0] = true;
+        }
+    }
+
+    final String id;
+    final ClientRuntime runtime;
+    final SimWire.Commands commands;
+    final SimWire.PubSub pubSub;
+
+    SimClient(SimWorld world, String id, SimWire.Faults faults, Duration commandTimeout, Duration watchdog,
+              dev.baton.LeaseLostListener listener) {
+        this.id = id;
+        this.commands = new SimWire.Commands(world, id, faults);
+        this.pubSub = new SimWire.PubSub(world, id + "/pubsub", faults);
+        LettuceConnections connections = new LettuceConnections(commands.connection, commands::async, pubSub.connection,
+                false, executor -> PubSubService.classic(pubSub.connection), executor -> { }, null, null, "sim");
+        BatonOptions.Builder options = BatonOptions.builder().redisUri("redis://sim:6379").commandTimeout(commandTimeout)
+                .watchdogTimeout(watchdog);
+        if (listener != null) {
+            options.leaseLostListener(listener);
+        }
+        this.runtime = new ClientRuntime(options.build(), connections, new Clock(world), id);
+    }
+
+    @Override
+    public void close() {
+        runtime.close();
+    }
+}

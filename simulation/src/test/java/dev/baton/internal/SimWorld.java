@@ -1,0 +1,166 @@
+package dev.baton.internal;
+
+import dev.baton.sim.SimRedis;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One simulated world: a virtual clock, one queue of events run one at a time on the calling
+ * thread, one seeded random source that decides every delay, loss and choice, and the simulated
+ * Redis (keyspace, scripts, subscriptions). Nothing in it reads the real clock or starts a
+ * thread, so a seed replays the same run, event for event; the trace it keeps is the evidence.
+ *
+ * <p>Ids Baton draws at random (request ids, permit ids) do not change what happens, but they
+ * would change the trace's text: the trace names each one by its first appearance ({@code id1},
+ * {@code id2}, ...), so two runs of one seed print the same bytes.
+ */
+final class SimWorld {
+
+    /** Virtual time starts here (ms since the epoch), so Redis's TIME looks like a real date. */
+    static final long EPOCH_MS = 1_800_000_000_000L;
+
+    private record Event(long at, long seq, String what, Runnable run) {
+    }
+
+    final Random rnd;
+    final SimRedis redis = new SimRedis();
+    private final PriorityQueue<Event> events = new PriorityQueue<>((a, b) -> a.at != b.at
+            ? Long.compare(a.at, b.at) : Long.compare(a.seq, b.seq));
+    private long seq;
+    private long now;
+    private final List<String> trace = new ArrayList<>();
+    private final boolean keepTrace;
+    private final Map<String, String> aliases = new HashMap<>();
+    /** The server's subscriptions: channel to the connections subscribed to it, in the order they subscribed. */
+    private final Map<String, Set<SimWire.PubSub>> subscribers = new HashMap<>();
+    private long steps;
+    /** Set for the drain: no more stalls, resets or lost messages (what is under way goes on). */
+    boolean calm;
+
+    private static final Pattern RANDOM_ID = Pattern.compile("\\b[0-9a-f]{16,32}\\b");
+
+    SimWorld(long seed, boolean keepTrace) {
+        this.rnd = new Random(seed);
+        this.keepTrace = keepTrace;
+        redis.receivers(channel -> subscribers.getOrDefault(channel, Set.of()).size());
+    }
+
+    /** Virtual now, in nanoseconds from the start of the run. */
+    long now() {
+        return now;
+    }
+
+    /** Runs {@code run} {@code delayNanos} from now (0: after the events already due now). */
+    void at(long delayNanos, String what, Runnable run) {
+        events.add(new Event(now + Math.max(0, delayNanos), seq++, what, run));
+    }
+
+    /**
+     * Runs events in time order until none is left before {@code untilNanos} or {@code stop}
+     * says so; the clock ends at {@code untilNanos} or at the stop.
+     */
+    void runUntil(long untilNanos, java.util.function.BooleanSupplier stop) {
+        while (!events.isEmpty() && events.peek().at <= untilNanos && !stop.getAsBoolean()) {
+            Event e = events.poll();
+            now = e.at;
+            steps++;
+            e.run.run();
+        }
+        if (!stop.getAsBoolean()) {
+            now = Math.max(now, untilNanos);
+        }
+    }
+
+    /** How many events have run. */
+    long steps() {
+        return steps;
+    }
+
+    /** A uniformly random delay between the two bounds, in nanoseconds. */
+    long micros(long fromMicros, long toMicros) {
+        return TimeUnit.MICROSECONDS.toNanos(fromMicros + (long) (rnd.nextDouble() * (toMicros - fromMicros)));
+    }
+
+    /** True with probability {@code p}. */
+    boolean chance(double p) {
+        return rnd.nextDouble() < p;
+    }
+
+    /** Runs one command on the simulated Redis at virtual now; publishes what it published. */
+    Object serve(String[] args) {
+        redis.setMicros(EPOCH_MS * 1000 + now / 1000);
+        try {
+            return redis.command(args);
+        } finally {
+            for (SimRedis.Published p : redis.takePublished()) {
+                note("publish " + p.channel() + " " + p.message());
+                for (SimWire.PubSub s : List.copyOf(subscribers.getOrDefault(p.channel(), Set.of()))) {
+                    s.deliver(p.channel(), p.message());
+                }
+            }
+        }
+    }
+
+    /** The simulated Redis's keys as they are at virtual now (expired ones gone). */
+    Map<String, Object[]> keyspace() {
+        redis.setMicros(EPOCH_MS * 1000 + now / 1000);
+        return redis.dump();
+    }
+
+    /** The server side of SUBSCRIBE; the number of channels the connection is subscribed to after it. */
+    long subscribe(SimWire.PubSub connection, String channel) {
+        subscribers.computeIfAbsent(channel, c -> new LinkedHashSet<>()).add(connection);
+        return channelsOf(connection);
+    }
+
+    /** The server side of UNSUBSCRIBE. */
+    long unsubscribe(SimWire.PubSub connection, String channel) {
+        Set<SimWire.PubSub> on = subscribers.get(channel);
+        if (on != null) {
+            on.remove(connection);
+            if (on.isEmpty()) {
+                subscribers.remove(channel);
+            }
+        }
+        return channelsOf(connection);
+    }
+
+    /** The server forgets a dropped connection's subscriptions. */
+    void dropSubscriptions(SimWire.PubSub connection) {
+        subscribers.values().forEach(on -> on.remove(connection));
+        subscribers.values().removeIf(Set::isEmpty);
+    }
+
+    private long channelsOf(SimWire.PubSub connection) {
+        return subscribers.values().stream().filter(on -> on.contains(connection)).count();
+    }
+
+    /** Adds a line to the trace: virtual time in µs, then {@code what} with random ids named by first appearance. */
+    void note(String what) {
+        if (!keepTrace) {
+            return;
+        }
+        Matcher m = RANDOM_ID.matcher(what);
+        StringBuilder out = new StringBuilder();
+        while (m.find()) {
+            m.appendReplacement(out, aliases.computeIfAbsent(m.group(), id -> "id" + (aliases.size() + 1)));
+        }
+        m.appendTail(out);
+        trace.add(String.format("%10d %s", now / 1000, out));
+    }
+
+    /** The trace so far. */
+    List<String> trace() {
+        return trace;
+    }
+}
