@@ -331,6 +331,17 @@ public final class SimRedis {
             case "SPUBLISH":
                 published.add(new Published(args[1], args[2]));
                 return receivers.applyAsLong(args[1]);
+            case "PUBSUB": {
+                if (!args[1].equalsIgnoreCase("NUMSUB")) {
+                    throw new SimError("ERR unknown PUBSUB subcommand '" + args[1] + "' (not simulated)");
+                }
+                List<Object> counts = new ArrayList<>();
+                for (int i = 2; i < args.length; i++) {
+                    counts.add(args[i]);
+                    counts.add(receivers.applyAsLong(args[i]));
+                }
+                return counts;
+            }
             default:
                 throw new SimError("ERR unknown command '" + args[0] + "' (not simulated)");
         }
