@@ -21,10 +21,18 @@
 -- No writer starvation: while a writer's mark exists, a caller without a read hold is refused,
 -- so the readers drain and the writer gets in. Reentrant reads are always let in (refusing them
 -- could deadlock their holder). Redisson's readers do not know the mark.
--- Re-delivery: a count already at ARGV[4] + 1 is not raised again.
+-- Re-delivery: a count already at ARGV[4] + 1 is not raised again, if that hold is still alive.
+-- Expired holds: a read hold whose own key has expired (its lease ran out while the hash lived on
+-- for other holds) is gone; the caller's field is dropped before anything else, so neither a
+-- re-delivered copy nor a new acquire reports a hold that has no lease left (the simulation found
+-- both: a late copy "granted" a hold that other readers' releases then deleted with the hash).
 local name, mark, prefix = KEYS[1], KEYS[2], KEYS[3]
 local lease, reader, writer, expected = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
 local held = tonumber(redis.call('hget', name, reader)) or 0
+if held > 0 and redis.call('exists', prefix .. ':' .. held) == 0 then
+  redis.call('hdel', name, reader)
+  held = 0
+end
 if held > 0 and held == expected + 1 then
   return {1, held}
 end

@@ -55,6 +55,21 @@ class ReadWriteScriptsTest {
         assertEquals(List.of(1L, 3L), read(R, 2), "a reader that already reads may re-enter");
     }
 
+    /**
+     * A read hold whose own key expired while the hash lived on (another reader's longer lease)
+     * is gone: a late copy of its acquire must not report it held (the simulation's read-write
+     * seed 3023: the "granted" hold was then deleted with the hash by the other reader's release).
+     */
+    @Test
+    void aReadHoldWhoseKeyExpiredIsNotReportedHeldByALateCopy() {
+        assertEquals(List.of(1L, 1L), read(R, 0));
+        assertEquals(List.of(1L, 1L), read("client-c:3", 0));
+        redis.command("DEL", "{doc}:" + R + ":rwlock_timeout:1"); // its lease ran out; the hash lives on for client-c
+        assertEquals(List.of(1L, 1L), read(R, 0), "a fresh hold, not the expired one re-reported");
+        assertEquals("1", redis.command("GET", "{doc}:" + R + ":rwlock_timeout:1"), "with a lease of its own");
+        assertEquals("1", redis.command("HGET", "doc", R), "counted once");
+    }
+
     @Test
     void anUpgradeIsRefusedForGoodAndADowngradeKeepsTheRead() {
         read(R, 0);
