@@ -30,6 +30,23 @@ class ReadWriteLockTest extends TwoClientsTest {
         return threads.submit(call).get(20, TimeUnit.SECONDS);
     }
 
+    /**
+     * A read hold in Redis that its owner's client does not have (a late copy of the owner's own
+     * read acquire that ran after it was undone) is not an upgrade: the owner's write waits for it
+     * to end instead of failing for good (the simulation's read-write seed 2171).
+     */
+    @Test
+    void aReadHoldTheClientDoesNotHaveIsWaitedOutNotAnUpgrade() throws Exception {
+        String me = a.clientId() + ":" + Thread.currentThread().getId();
+        redis.command("HSET", "ghost", "mode", "read", me, "1");
+        redis.command("SET", "{ghost}:" + me + ":rwlock_timeout:1", "1", "PX", "400");
+        redis.command("PEXPIRE", "ghost", "400");
+        BatonLock write = a.readWriteLock("ghost").writeLock();
+        assertFalse(write.tryLock(), "refused while the stray read lives, not IllegalMonitorStateException");
+        assertTrue(write.tryLock(5, TimeUnit.SECONDS), "granted once it has ended");
+        write.unlock();
+    }
+
     @Test
     void readersShareAndExcludeWriters() throws Exception {
         BatonReadWriteLock mine = a.readWriteLock("doc");

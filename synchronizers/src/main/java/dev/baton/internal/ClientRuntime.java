@@ -135,7 +135,8 @@ public final class ClientRuntime implements AutoCloseable {
         inOneSlot(name, false);
         return new RedisReadWriteLock(name,
                 new RedisLock(services, name, n -> new ReadLockRecipe(services.executor(), n)),
-                new RedisLock(services, name, n -> new WriteLockRecipe(services.executor(), n)));
+                new RedisLock(services, name, n -> new WriteLockRecipe(services.executor(), n,
+                        reader -> services.leases().holds(n, reader) > 0)));
     }
 
     public BatonFencedLock fencedLock(String name) {
