@@ -442,6 +442,16 @@ class RedisLock implements BatonLock {
                     lease.holds = heldBefore;
                     throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
                 }
+                if (cleanup && heldBefore <= 1) {
+                    // A give-back of a grant its caller never took: nobody will call unlock again
+                    // for it. Its renewal has stopped, so if it did not land the hold ends in Redis
+                    // with its lease; kept here it would be counted, and re-entered by the owner's
+                    // next acquisition, for ever (the simulation found it, read-write seed 584).
+                    services.leases().released(lease, recipe.kind());
+                    throw new dev.baton.RedisUnavailableException("giving back a late grant of " + recipe + " '" + name
+                            + "' by " + owner + " could not be confirmed: " + cause.getMessage()
+                            + "; renewal has stopped, so the hold ends with its lease", cause);
+                }
                 lease.holds = heldBefore;
                 lease.releaseUnconfirmed = true;
                 throw new dev.baton.RedisUnavailableException("unlock of " + recipe + " '" + name + "' by " + owner
