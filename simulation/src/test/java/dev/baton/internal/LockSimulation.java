@@ -39,8 +39,14 @@ final class LockSimulation {
     static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(1);
     static final Duration WATCHDOG = Duration.ofSeconds(3);
     static final String NAME = "sim-lock";
+    static final Duration FAIR_WAITER_TIMEOUT = dev.baton.BatonOptions.builder().redisUri("redis://sim:6379").build()
+            .fairLockWaiterTimeout();
     static final long SLACK_NANOS = TimeUnit.MILLISECONDS.toNanos(150);
 
+    /** The lock kinds simulated: "lock", "fairLock", "fencedLock", "readWriteLock". */
+    static final java.util.List<String> KINDS = java.util.List.of("lock", "fairLock", "fencedLock", "readWriteLock");
+
+    final String kind;
     final long seed;
     final SimWorld world;
     final List<String> violations = new ArrayList<>();
@@ -54,7 +60,11 @@ final class LockSimulation {
     /** Set while the clients close: what their closing fails is not a finding. */
     private boolean closing;
 
-    LockSimulation(long seed, boolean trace, Duration run) {
+    LockSimulation(String kind, long seed, boolean trace, Duration run) {
+        if (!KINDS.contains(kind)) {
+            throw new IllegalArgumentException("no lock kind " + kind + "; one of " + KINDS);
+        }
+        this.kind = kind;
         this.seed = seed;
         this.world = new SimWorld(seed, trace);
         this.runNanos = run.toNanos();
@@ -64,7 +74,7 @@ final class LockSimulation {
             case 2 -> new SimWire.Faults(0.002, 1_500_000, 0, 0);
             default -> new SimWire.Faults(0.002, 1_500_000, 40_000, 0.005);
         };
-        world.note("seed " + seed + " faults " + faults);
+        world.note(kind + " seed " + seed + " faults " + faults);
         for (String id : List.of("a", "b")) {
             SimClient client = new SimClient(world, id, faults, COMMAND_TIMEOUT, WATCHDOG,
                     (name, owner, reason) -> {
@@ -92,9 +102,12 @@ final class LockSimulation {
         // An acquire whose copy reached Redis only after its undo (it sat in a dropped connection
         // or a stalled server's input) holds the lock for nobody: it is never renewed, so it is
         // gone within one lease; the check below holds it to that.
-        // (A copy can arrive up to the longest stall, 1.5 s, after it was sent.)
-        world.runUntil(world.now() + TimeUnit.MILLISECONDS.toNanos(1500) + WATCHDOG.toNanos() + TimeUnit.SECONDS.toNanos(1),
-                () -> !violations.isEmpty());
+        // (A copy can arrive up to the longest stall, 1.5 s, after it was sent.) A fair lock's late
+        // acquire copy queues a waiter nobody is: the lock is handed to it and kept for it for the
+        // fair waiter timeout, as for a waiter that died.
+        long ghost = kind.equals("fairLock") ? FAIR_WAITER_TIMEOUT.toNanos() : 0;
+        world.runUntil(world.now() + TimeUnit.MILLISECONDS.toNanos(1500) + ghost + WATCHDOG.toNanos()
+                + TimeUnit.SECONDS.toNanos(1), () -> !violations.isEmpty());
         if (violations.isEmpty()) {
             for (Owner o : owners) {
                 if (!o.idle) {
@@ -126,13 +139,20 @@ final class LockSimulation {
         violations.add(what);
     }
 
-    /** Redis's holder field for an owner, and its hold count there (0: not held by it). */
+    /**
+     * The owner's hold count in Redis for the mode it is in (0: not held by it): the reentrant,
+     * fair and fenced locks keep it in the lock's hash under the owner id; the read-write lock
+     * keeps a write hold under "<owner id>:write" with mode "write", a read hold under the owner id.
+     */
     long heldInRedis(Owner o) {
         Object[] entry = world.keyspace().get(NAME);
         if (entry == null || !(entry[1] instanceof Map<?, ?> hash)) {
             return 0;
         }
-        Object count = hash.get(o.field());
+        if (kind.equals("readWriteLock") && o.write && !"write".equals(hash.get("mode"))) {
+            return 0;
+        }
+        Object count = hash.get(o.write && kind.equals("readWriteLock") ? o.field() + ":write" : o.field());
         return count == null ? 0 : Long.parseLong((String) count);
     }
 
@@ -140,7 +160,12 @@ final class LockSimulation {
     final class Owner {
         final SimClient client;
         final long ownerId;
-        final BatonLock lock;
+        /** The lock this operation uses: the kind's lock, or the read or the write side. */
+        BatonLock lock;
+        /** Whether this operation excludes every other holder (all kinds but a read). */
+        boolean write = true;
+        private final BatonLock exclusive;
+        private final BatonLock shared;
         boolean idle;
         String doing = "nothing";
         /** While holding: when granted, and whether another grant overtook this hold. */
@@ -161,7 +186,14 @@ final class LockSimulation {
         Owner(SimClient client, int index) {
             this.client = client;
             this.ownerId = 7_000_000_000L + index;
-            this.lock = client.runtime.lock(NAME);
+            switch (kind) {
+                case "lock" -> exclusive = client.runtime.lock(NAME);
+                case "fairLock" -> exclusive = client.runtime.fairLock(NAME);
+                case "fencedLock" -> exclusive = client.runtime.fencedLock(NAME);
+                default -> exclusive = client.runtime.readWriteLock(NAME).writeLock();
+            }
+            shared = kind.equals("readWriteLock") ? client.runtime.readWriteLock(NAME).readLock() : null;
+            lock = exclusive;
         }
 
         String field() {
@@ -181,6 +213,8 @@ final class LockSimulation {
             }
             operations++;
             askedAt = world.now();
+            write = shared == null || world.rnd.nextInt(3) == 0;
+            lock = write ? exclusive : shared;
             int op = world.rnd.nextInt(8);
             switch (op) {
                 case 0 -> acquire("lockAsync()", lock.lockAsync(ownerId).thenApply(v -> true), -1, 0);
@@ -224,7 +258,7 @@ final class LockSimulation {
 
         void acquire(String how, java.util.concurrent.CompletionStage<Boolean> call, long waitMs, long lease) {
             doing = how;
-            world.note(this + " calls " + how);
+            world.note(this + " calls " + how + (kind.equals("readWriteLock") ? (write ? " (write)" : " (read)") : ""));
             long bound = waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS
                     + (followsAbandoned ? COMMAND_TIMEOUT.toNanos() : 0);
             followsAbandoned = false;
@@ -263,12 +297,13 @@ final class LockSimulation {
             long inRedis = heldInRedis(this);
             world.note(this + " GRANTED by " + how + " (Redis: " + inRedis + ")");
             if (inRedis < 1) {
-                violation(this + " was granted the lock by " + how + " but Redis does not hold it for it: "
+                violation(this + " was granted the " + (write ? "" : "read side of the ") + "lock by " + how
+                        + " but Redis does not hold it for it: "
                         + java.util.Arrays.toString(world.keyspace().get(NAME)));
                 return;
             }
             for (Owner other : owners) {
-                if (other != this && other.grantedAt >= 0 && !other.overtaken && !other.releasing) {
+                if (other != this && other.grantedAt >= 0 && !other.overtaken && !other.releasing && (write || other.write)) {
                     other.overtaken = true;
                     boolean leaseRanOut = other.leaseMs > 0 && world.now() >= other.askedAt + TimeUnit.MILLISECONDS.toNanos(other.leaseMs);
                     world.note(other + "'s hold was overtaken by " + this + (leaseRanOut ? " (its fixed lease had run out)" : ""));

@@ -48,6 +48,9 @@ final class SimWire {
     private SimWire() {
     }
 
+    /** -Dbaton.sim.keys=true: the trace shows the keyspace after every command (for reading a replay). */
+    static final boolean SHOW_KEYS = Boolean.getBoolean("baton.sim.keys");
+
     /** The shape of a run's faults, drawn once per seed. */
     record Faults(double stallChance, long stallMaxMicros, long resetEveryMicros, double messageLoss) {
         static final Faults NONE = new Faults(0, 0, 0, 0);
@@ -180,6 +183,9 @@ final class SimWire {
             }
             Object answer = reply;
             world.note(name + " ran " + f.args[0] + (f.epoch != epoch ? " (its connection has dropped)" : "") + ": " + render(answer));
+            if (SHOW_KEYS) {
+                world.keyspace().forEach((k, v) -> world.note("    key " + k + " = " + java.util.Arrays.deepToString(v)));
+            }
             if (f.epoch != epoch) {
                 return; // the reply goes nowhere
             }
