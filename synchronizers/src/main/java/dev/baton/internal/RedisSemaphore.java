@@ -284,6 +284,13 @@ final class RedisSemaphore implements BatonSemaphore {
                             }
                             return AcquireEngine.Outcome.GRANTED;
                         }
+                        if (delivered.resent()) {
+                            // A refusal answered by a copy Lettuce wrote again: the first copy may
+                            // still be on its way (it sat in a dropped connection or a stalled
+                            // server's input) and would take permits for nobody, for ever. Cancel
+                            // the attempt by its id (the simulation found the lost permit, seed 286).
+                            cancel(attemptKey, "cancelling a refused acquire whose earlier copy may still run");
+                        }
                         deletion.check(name, (Long) reply.get(1) == 1L);
                         return new AcquireEngine.Outcome(false, SemaphoreWaits.RECHECK_MS);
                     });
@@ -291,11 +298,15 @@ final class RedisSemaphore implements BatonSemaphore {
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
-            // Cancel the attempt by its id: permits it took come back, a late copy takes none.
+            return cancel(key, "cancelling an unanswered acquire");
+        }
+
+        /** Cancels an attempt by its id: permits it took come back, a late copy takes none. */
+        private CompletableFuture<?> cancel(String attemptKey, String why) {
             Requests ids = services.requests();
-            return ids.deliver(Script.SEMAPHORE_CANCEL, CommandExecutor.Reply.INTEGER, List.of(name, channel, key),
+            return ids.deliver(Script.SEMAPHORE_CANCEL, CommandExecutor.Reply.INTEGER, List.of(name, channel, attemptKey),
                     List.of(Integer.toString(permits), ids.memoryArg()), null, null,
-                    "cancelling an unanswered acquire of " + permitsWord(permits) + " of semaphore '" + name + "'").foreground();
+                    why + " of " + permitsWord(permits) + " of semaphore '" + name + "'").foreground();
         }
 
         @Override
