@@ -6,18 +6,16 @@ import dev.baton.RedisUnavailableException;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * One seeded run of the reentrant lock: two clients, three async owners each, calling the lock as
- * users do (lock, short and long timed waits, a fixed lease, a future cancelled or completed by
+ * One seeded run of a lock kind (reentrant, fair, fenced, read-write with both sides): two
+ * clients, three async owners each, calling the lock as users do (lock, short and long timed waits, a fixed lease, a future cancelled or completed by
  * its caller's own timeout, re-entry) while the wire delays, stalls and resets as the seed says.
  *
  * <p>The checker knows what no real test knows, the simulated Redis's keyspace at every instant,
@@ -34,109 +32,61 @@ import java.util.concurrent.TimeoutException;
  *       client counts a lease.</li>
  * </ul>
  */
-final class LockSimulation {
+final class LockSimulation extends Simulation {
 
-    static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(1);
-    static final Duration WATCHDOG = Duration.ofSeconds(3);
     static final String NAME = "sim-lock";
     static final Duration FAIR_WAITER_TIMEOUT = dev.baton.BatonOptions.builder().redisUri("redis://sim:6379").build()
             .fairLockWaiterTimeout();
-    static final long SLACK_NANOS = TimeUnit.MILLISECONDS.toNanos(150);
 
     /** The lock kinds simulated: "lock", "fairLock", "fencedLock", "readWriteLock". */
-    static final java.util.List<String> KINDS = java.util.List.of("lock", "fairLock", "fencedLock", "readWriteLock");
+    static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock");
 
-    final String kind;
-    final long seed;
-    final SimWorld world;
-    final List<String> violations = new ArrayList<>();
     final List<Owner> owners = new ArrayList<>();
-    final Map<String, Long> reportedLost = new HashMap<>();
-    final List<SimClient> clients = new ArrayList<>();
-    long grants;
-    long operations;
-    private final long runNanos;
-    private boolean stopping;
-    /** Set while the clients close: what their closing fails is not a finding. */
-    private boolean closing;
 
     LockSimulation(String kind, long seed, boolean trace, Duration run) {
-        if (!KINDS.contains(kind)) {
-            throw new IllegalArgumentException("no lock kind " + kind + "; one of " + KINDS);
-        }
-        this.kind = kind;
-        this.seed = seed;
-        this.world = new SimWorld(seed, trace);
-        this.runNanos = run.toNanos();
-        SimWire.Faults faults = switch (world.rnd.nextInt(4)) {
-            case 0 -> SimWire.Faults.NONE;
-            case 1 -> new SimWire.Faults(0.01, 30_000, 0, 0.01);
-            case 2 -> new SimWire.Faults(0.002, 1_500_000, 0, 0);
-            default -> new SimWire.Faults(0.002, 1_500_000, 40_000, 0.005);
-        };
-        world.note(kind + " seed " + seed + " faults " + faults);
-        for (String id : List.of("a", "b")) {
-            SimClient client = new SimClient(world, id, faults, COMMAND_TIMEOUT, WATCHDOG,
-                    (name, owner, reason) -> {
-                        world.note("lease lost reported: " + owner + ": " + reason);
-                        reportedLost.put(owner, world.now());
-                    });
-            clients.add(client);
+        super(requireKind(kind), seed, trace, run);
+        for (SimClient client : clients) {
             for (int i = 1; i <= 3; i++) {
                 owners.add(new Owner(client, i));
             }
         }
     }
 
-    /** Runs the storm and the drain; the violations found. */
-    List<String> run() {
-        for (Owner o : owners) {
-            world.at(world.micros(0, 500), "start", o::next);
+    private static String requireKind(String kind) {
+        if (!KINDS.contains(kind)) {
+            throw new IllegalArgumentException("no lock kind " + kind + "; one of " + KINDS);
         }
-        world.runUntil(runNanos, () -> !violations.isEmpty());
-        stopping = true;
-        world.calm = true;
-        long drainUntil = world.now() + TimeUnit.SECONDS.toNanos(60);
-        world.runUntil(drainUntil, () -> !violations.isEmpty() || owners.stream().allMatch(o -> o.idle));
-        // What the last calls dispatched (clean-ups, a connection still reconnecting) lands now.
-        // An acquire whose copy reached Redis only after its undo (it sat in a dropped connection
-        // or a stalled server's input) holds the lock for nobody: it is never renewed, so it is
-        // gone within one lease; the check below holds it to that.
-        // (A copy can arrive up to the longest stall, 1.5 s, after it was sent.) A fair lock's late
-        // acquire copy queues a waiter nobody is: the lock is handed to it and kept for it for the
-        // fair waiter timeout, as for a waiter that died.
-        long ghost = kind.equals("fairLock") ? FAIR_WAITER_TIMEOUT.toNanos() : 0;
-        world.runUntil(world.now() + TimeUnit.MILLISECONDS.toNanos(1500) + ghost + WATCHDOG.toNanos()
-                + TimeUnit.SECONDS.toNanos(1), () -> !violations.isEmpty());
-        if (violations.isEmpty()) {
-            for (Owner o : owners) {
-                if (!o.idle) {
-                    violations.add(o + " still in " + o.doing + " 60 s after the run ended");
-                }
-            }
-            Object[] left = world.keyspace().get(NAME);
-            if (left != null) {
-                violations.add("after the drain the lock is still held in Redis: " + java.util.Arrays.toString(left));
-            }
-            for (SimClient c : clients) {
-                if (c.runtime.leasesHeld() != 0) {
-                    violations.add("client " + c.id + " still counts leases: " + c.runtime.heldLeases());
-                }
-            }
-        }
-        closing = true;
-        for (SimClient c : clients) {
-            c.close();
-        }
-        return violations;
+        return kind;
     }
 
-    void violation(String what) {
-        if (closing) {
-            return;
+    @Override
+    List<Owner> actors() {
+        return owners;
+    }
+
+    /**
+     * An acquire whose copy reached Redis only after its undo (it sat in a dropped connection or a
+     * stalled server's input) holds the lock for nobody: it is never renewed, so it is gone within
+     * one lease of its arrival. A fair lock's late acquire copy queues a waiter nobody is: the
+     * lock is handed to it and kept for it for the fair waiter timeout, as for a waiter that died.
+     */
+    @Override
+    Duration settle() {
+        Duration ghost = kind.equals("fairLock") ? FAIR_WAITER_TIMEOUT : Duration.ZERO;
+        return LONGEST_STALL.plus(ghost).plus(WATCHDOG).plusSeconds(1);
+    }
+
+    @Override
+    void endChecks() {
+        Object[] left = world.keyspace().get(NAME);
+        if (left != null) {
+            violation("after the drain the lock is still held in Redis: " + java.util.Arrays.toString(left));
         }
-        world.note("VIOLATION " + what);
-        violations.add(what);
+        for (SimClient c : clients) {
+            if (c.runtime.leasesHeld() != 0) {
+                violation("client " + c.id + " still counts leases: " + c.runtime.heldLeases());
+            }
+        }
     }
 
     /**
@@ -157,7 +107,7 @@ final class LockSimulation {
     }
 
     /** One async owner: one operation at a time, as a request handler does. */
-    final class Owner {
+    final class Owner implements Simulation.Actor {
         final SimClient client;
         final long ownerId;
         /** The lock this operation uses: the kind's lock, or the read or the write side. */
@@ -168,6 +118,16 @@ final class LockSimulation {
         private final BatonLock shared;
         boolean idle;
         String doing = "nothing";
+
+        @Override
+        public boolean idle() {
+            return idle;
+        }
+
+        @Override
+        public String doing() {
+            return doing;
+        }
         /** While holding: when granted, and whether another grant overtook this hold. */
         long grantedAt = -1;
         long askedAt;
@@ -205,7 +165,8 @@ final class LockSimulation {
             return "owner " + field();
         }
 
-        void next() {
+        @Override
+        public void next() {
             if (stopping) {
                 idle = true;
                 doing = "nothing";
@@ -351,8 +312,7 @@ final class LockSimulation {
                     world.at(world.micros(0, 2_000), "unlock again", this::release);
                     return;
                 }
-                boolean reported = reportedLost.containsKey(client.id + ":" + ownerId)
-                        && reportedLost.get(client.id + ":" + ownerId) >= grantedAt;
+                boolean reported = lossReported(client.id + ":" + ownerId, grantedAt);
                 if (e == null) {
                     if (overtaken && !reported) {
                         violation(this + "'s hold was overtaken by another grant, and its unlock returned normally"
@@ -384,13 +344,4 @@ final class LockSimulation {
         }
     }
 
-    static Throwable unwrap(Throwable e) {
-        while (e instanceof CompletionException || e instanceof java.util.concurrent.ExecutionException) {
-            if (e.getCause() == null) {
-                break;
-            }
-            e = e.getCause();
-        }
-        return e;
-    }
 }

@@ -14,7 +14,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * Every lock kind in the deterministic simulation, seed after seed (see {@link LockSimulation}).
+ * Every lock kind and the semaphore in the deterministic simulation, seed after seed (see
+ * {@link LockSimulation}, {@link SemaphoreSimulation}).
  *
  * <ul>
  *   <li>{@code -Dbaton.sim.seeds=N}: seeds per kind (from {@code -Dbaton.sim.first}, 1 by default);
@@ -24,12 +25,19 @@ import static org.junit.jupiter.api.Assertions.fail;
  *   <li>{@code -Dbaton.sim.survey=true}: runs every seed and prints the first seed of each kind of finding.</li>
  * </ul>
  */
-class LockSimulationTest {
+class SimulationTest {
 
     static final Duration RUN = Duration.ofMillis(Long.getLong("baton.sim.runMs", 200));
 
+    /** Every kind simulated. */
+    static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore");
+
+    static Simulation simulation(String kind, long seed, boolean trace) {
+        return kind.equals("semaphore") ? new SemaphoreSimulation(seed, trace, RUN) : new LockSimulation(kind, seed, trace, RUN);
+    }
+
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"lock", "fairLock", "fencedLock", "readWriteLock"})
+    @ValueSource(strings = {"lock", "fairLock", "fencedLock", "readWriteLock", "semaphore"})
     void seedsFindNoViolation(String kind) {
         String only = System.getProperty("baton.sim.kinds", "");
         if (!only.isBlank() && !List.of(only.split(",")).contains(kind)) {
@@ -38,7 +46,7 @@ class LockSimulationTest {
         }
         Long replay = Long.getLong("baton.sim.seed");
         if (replay != null) {
-            LockSimulation sim = new LockSimulation(kind, replay, true, RUN);
+            Simulation sim = simulation(kind, replay, true);
             List<String> found = sim.run();
             sim.world.trace().forEach(System.out::println);
             assertEquals(List.of(), found, kind + " seed " + replay);
@@ -53,7 +61,7 @@ class LockSimulationTest {
         long steps = 0;
         Map<String, Integer> findings = new TreeMap<>();
         for (long seed = first; seed < first + seeds; seed++) {
-            LockSimulation sim = new LockSimulation(kind, seed, false, RUN);
+            Simulation sim = simulation(kind, seed, false);
             List<String> found = sim.run();
             grants += sim.grants;
             operations += sim.operations;
@@ -69,7 +77,7 @@ class LockSimulationTest {
                 }
                 continue;
             }
-            LockSimulation again = new LockSimulation(kind, seed, true, RUN);
+            Simulation again = simulation(kind, seed, true);
             again.run();
             List<String> trace = again.world.trace();
             System.out.println("[sim " + kind + "] seed " + seed + " VIOLATION " + found.get(0));
@@ -87,27 +95,27 @@ class LockSimulationTest {
     }
 
     /**
-     * The CI profile: 2,500 seeds of each lock kind (10,000 in all). The simulated Redis is the
-     * same whatever server a CI lane runs, so a lane with another server (-Dbaton.redis.binary)
-     * runs 100 of each and says so.
+     * The CI profile: 2,000 seeds of each kind (10,000 in all). The simulated Redis is the same
+     * whatever server a CI lane runs, so a lane with another server (-Dbaton.redis.binary) runs
+     * 100 of each and says so.
      */
     static int seedsForThisLane() {
         String server = System.getProperty("baton.redis.binary", "");
         if (server.isBlank()) {
-            return 2_500;
+            return 2_000;
         }
         System.out.println("[sim] 100 seeds of each kind in this lane (-Dbaton.redis.binary=" + server + "): the simulation"
-                + " does not use that server; the lane without it runs 2,500 of each");
+                + " does not use that server; the lane without it runs 2,000 of each");
         return 100;
     }
 
     @Test
     void aSeedReplaysByteForByte() {
-        for (String kind : LockSimulation.KINDS) {
+        for (String kind : KINDS) {
             for (long seed : new long[] {3, 4}) {
-                LockSimulation one = new LockSimulation(kind, seed, true, RUN);
+                Simulation one = simulation(kind, seed, true);
                 one.run();
-                LockSimulation two = new LockSimulation(kind, seed, true, RUN);
+                Simulation two = simulation(kind, seed, true);
                 two.run();
                 assertTrue(one.world.trace().size() > 100, "a trace worth comparing: " + one.world.trace().size() + " lines");
                 assertEquals(String.join("\n", one.world.trace()), String.join("\n", two.world.trace()), kind + " seed " + seed);

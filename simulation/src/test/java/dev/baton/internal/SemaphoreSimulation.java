@@ -1,0 +1,214 @@
+package dev.baton.internal;
+
+import dev.baton.BatonSemaphore;
+import dev.baton.DoNotRetryException;
+import dev.baton.RedisUnavailableException;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One seeded run of the semaphore: {@value #PERMITS} permits, two clients, three actors each
+ * taking one or two permits as users do (an untimed acquire, short and long timed waits, a future
+ * cancelled or ended by its caller's own timeout), holding them a moment and releasing them.
+ *
+ * <p>Checked against the simulated keyspace: at every grant, the permits Redis counts as
+ * available plus those callers hold never exceed {@value #PERMITS} (no permit given twice); every
+ * timed call ends within its bound on virtual time; a release either returns or throws
+ * {@code DoNotRetryException} (Baton finishes it); and after the run and a calm drain every call
+ * has ended and Redis counts exactly {@value #PERMITS} available: nothing lost, nothing counted
+ * twice.
+ */
+final class SemaphoreSimulation extends Simulation {
+
+    static final String NAME = "sim-sem";
+    static final int PERMITS = 3;
+
+    final List<Taker> takers = new ArrayList<>();
+
+    SemaphoreSimulation(long seed, boolean trace, Duration run) {
+        super("semaphore", seed, trace, run);
+        for (SimClient client : clients) {
+            for (int i = 1; i <= 3; i++) {
+                takers.add(new Taker(client, i));
+            }
+        }
+    }
+
+    @Override
+    List<Taker> actors() {
+        return takers;
+    }
+
+    @Override
+    void setUp() {
+        world.serve(new String[] {"SET", NAME, Integer.toString(PERMITS)});
+    }
+
+    /** Late copies and background releases land once the wire is calm: the stall, then a few retries. */
+    @Override
+    Duration settle() {
+        return LONGEST_STALL.plusSeconds(5);
+    }
+
+    @Override
+    void endChecks() {
+        Object[] value = world.keyspace().get(NAME);
+        String available = value == null ? "missing" : String.valueOf(value[1]);
+        if (!Integer.toString(PERMITS).equals(available)) {
+            violation("after the drain Redis counts " + available + " permits available, not " + PERMITS
+                    + " (a permit lost or counted twice)");
+        }
+    }
+
+    /** Permits callers hold now: granted, release not yet called. */
+    int heldByCallers() {
+        return takers.stream().mapToInt(t -> t.held).sum();
+    }
+
+    long availableInRedis() {
+        Object[] value = world.keyspace().get(NAME);
+        return value == null ? 0 : Long.parseLong((String) value[1]);
+    }
+
+    /** One actor: takes 1 or 2 permits, holds them, releases them; one operation at a time. */
+    final class Taker implements Simulation.Actor {
+        final SimClient client;
+        final int index;
+        final BatonSemaphore semaphore;
+        boolean idle;
+        String doing = "nothing";
+        int held;
+
+        Taker(SimClient client, int index) {
+            this.client = client;
+            this.index = index;
+            this.semaphore = client.runtime.semaphore(NAME);
+        }
+
+        @Override
+        public boolean idle() {
+            return idle;
+        }
+
+        @Override
+        public String doing() {
+            return doing;
+        }
+
+        @Override
+        public String toString() {
+            return "taker " + client.id + "/" + index;
+        }
+
+        @Override
+        public void next() {
+            if (stopping) {
+                idle = true;
+                doing = "nothing";
+                return;
+            }
+            operations++;
+            int k = 1 + world.rnd.nextInt(2);
+            int op = world.rnd.nextInt(6);
+            switch (op) {
+                case 0 -> acquire("acquireAsync(" + k + ")", k, semaphore.acquireAsync(k).thenApply(v -> true), -1);
+                case 1 -> {
+                    long wait = world.rnd.nextInt(6);
+                    acquire("tryAcquireAsync(" + k + ", " + wait + " ms)", k,
+                            semaphore.tryAcquireAsync(k, wait, TimeUnit.MILLISECONDS), wait);
+                }
+                case 2, 3 -> {
+                    long wait = 10 + world.rnd.nextInt(190);
+                    acquire("tryAcquireAsync(" + k + ", " + wait + " ms)", k,
+                            semaphore.tryAcquireAsync(k, wait, TimeUnit.MILLISECONDS), wait);
+                }
+                default -> {
+                    // The future Baton returned, ended by its caller: cancel(), or its own timeout.
+                    CompletableFuture<Void> f = semaphore.acquireAsync(k).toCompletableFuture();
+                    world.at(world.micros(0, op == 4 ? 3_000 : 20_000), "caller ends", () -> {
+                        if (op == 4) {
+                            f.cancel(true);
+                        } else {
+                            f.completeExceptionally(new TimeoutException("caller's timeout"));
+                        }
+                    });
+                    acquire("acquireAsync(" + k + ") " + (op == 4 ? "cancelled" : "timed out by its caller"), k,
+                            f.thenApply(v -> true), -1);
+                }
+            }
+        }
+
+        void acquire(String how, int k, CompletionStage<Boolean> call, long waitMs) {
+            doing = how;
+            world.note(this + " calls " + how);
+            long asked = world.now();
+            long bound = waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
+            call.whenComplete((got, error) -> {
+                long took = world.now() - asked;
+                if (bound >= 0 && took > bound) {
+                    violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
+                }
+                Throwable e = unwrap(error);
+                if (e != null) {
+                    world.note(this + " " + how + " ended: " + e);
+                    if (!(e instanceof CancellationException || e instanceof TimeoutException
+                            || e instanceof RedisUnavailableException)) {
+                        violation(this + ": " + how + " threw " + e);
+                    }
+                    pause();
+                    return;
+                }
+                if (!got) {
+                    world.note(this + " " + how + " not granted");
+                    pause();
+                    return;
+                }
+                grants++;
+                held = k;
+                long available = availableInRedis();
+                world.note(this + " GRANTED " + k + " by " + how + " (Redis: " + available + " available, callers hold "
+                        + heldByCallers() + ")");
+                if (available + heldByCallers() > PERMITS) {
+                    violation(this + " was granted " + k + " by " + how + ": Redis counts " + available
+                            + " available while callers hold " + heldByCallers() + " of " + PERMITS);
+                    return;
+                }
+                doing = "holding " + k;
+                world.at(world.micros(0, 3_000), "hold", () -> release(k));
+            });
+        }
+
+        void release(int k) {
+            doing = "releasing " + k;
+            held = 0;
+            world.note(this + " calls releaseAsync(" + k + ")");
+            long asked = world.now();
+            semaphore.releaseAsync(k).whenComplete((v, error) -> {
+                long took = world.now() - asked;
+                long bound = COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
+                if (took > bound) {
+                    violation(this + ": releaseAsync took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
+                }
+                Throwable e = unwrap(error);
+                if (e instanceof DoNotRetryException) {
+                    world.note(this + " release finished by Baton in the background: " + e.getMessage());
+                } else if (e != null) {
+                    violation(this + ": releaseAsync(" + k + ") threw " + e);
+                }
+                pause();
+            });
+        }
+
+        void pause() {
+            doing = "pausing";
+            world.at(world.micros(0, 1_000), "next", this::next);
+        }
+    }
+}

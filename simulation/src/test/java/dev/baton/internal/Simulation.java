@@ -1,0 +1,138 @@
+package dev.baton.internal;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One seeded run of one synchronizer kind: two Baton clients on one simulated Redis, actors that
+ * call the synchronizer as users do, the run, a calm drain, and the checks of the end state. The
+ * seed decides the faults' shape (none; short stalls and lost messages; stalls past the command
+ * timeout; those and connection resets), every delay and every actor's choice.
+ */
+abstract class Simulation {
+
+    static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(1);
+    static final Duration WATCHDOG = Duration.ofSeconds(3);
+    /** The longest stall the faults put on a command: a copy may reach Redis this long after it was sent. */
+    static final Duration LONGEST_STALL = Duration.ofMillis(1500);
+    /** How late a failure may be reported beyond the command timeout (guarantees.md). */
+    static final long SLACK_NANOS = TimeUnit.MILLISECONDS.toNanos(150);
+
+    /** An actor: one operation at a time. */
+    interface Actor {
+        /** Starts the actor's next operation (or marks it idle once the run is stopping). */
+        void next();
+
+        /** Whether it has stopped for good. */
+        boolean idle();
+
+        /** What it is doing, for a finding. */
+        String doing();
+    }
+
+    final String kind;
+    final long seed;
+    final SimWorld world;
+    final List<String> violations = new ArrayList<>();
+    final Map<String, Long> reportedLost = new HashMap<>();
+    final List<SimClient> clients = new ArrayList<>();
+    long grants;
+    long operations;
+    private final long runNanos;
+    /** Set when the run ends: actors finish what they are doing and stop. */
+    boolean stopping;
+    /** Set while the clients close: what their closing fails is not a finding. */
+    private boolean closing;
+
+    Simulation(String kind, long seed, boolean trace, Duration run) {
+        this.kind = kind;
+        this.seed = seed;
+        this.world = new SimWorld(seed, trace);
+        this.runNanos = run.toNanos();
+        SimWire.Faults faults = switch (world.rnd.nextInt(4)) {
+            case 0 -> SimWire.Faults.NONE;
+            case 1 -> new SimWire.Faults(0.01, 30_000, 0, 0.01);
+            case 2 -> new SimWire.Faults(0.002, LONGEST_STALL.toNanos() / 1000, 0, 0);
+            default -> new SimWire.Faults(0.002, LONGEST_STALL.toNanos() / 1000, 40_000, 0.005);
+        };
+        world.note(kind + " seed " + seed + " faults " + faults);
+        for (String id : List.of("a", "b")) {
+            clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, WATCHDOG, (name, owner, reason) -> {
+                world.note("lease lost reported: " + owner + ": " + reason);
+                reportedLost.put(owner, world.now());
+            }));
+        }
+    }
+
+    /** The actors, made once the clients exist. */
+    abstract List<? extends Actor> actors();
+
+    /** Runs before the actors start (setting a semaphore's permits, say). */
+    void setUp() {
+    }
+
+    /**
+     * How long the world runs on, calm, once every actor is idle, before the end is checked: what
+     * the last calls dispatched lands, and what a late copy left behind ends with its lease.
+     */
+    abstract Duration settle();
+
+    /** The checks of the end state; each finding goes to {@link #violation}. */
+    abstract void endChecks();
+
+    /** Runs the storm, the drain and the end checks; the violations found. */
+    List<String> run() {
+        setUp();
+        for (Actor a : actors()) {
+            world.at(world.micros(0, 500), "start", a::next);
+        }
+        world.runUntil(runNanos, () -> !violations.isEmpty());
+        stopping = true;
+        world.calm = true;
+        world.runUntil(world.now() + TimeUnit.SECONDS.toNanos(60),
+                () -> !violations.isEmpty() || actors().stream().allMatch(Actor::idle));
+        world.runUntil(world.now() + settle().toNanos(), () -> !violations.isEmpty());
+        if (violations.isEmpty()) {
+            for (Actor a : actors()) {
+                if (!a.idle()) {
+                    violation(a + " still in " + a.doing() + " 60 s after the run ended");
+                }
+            }
+        }
+        if (violations.isEmpty()) {
+            endChecks();
+        }
+        closing = true;
+        for (SimClient c : clients) {
+            c.close();
+        }
+        return violations;
+    }
+
+    void violation(String what) {
+        if (closing) {
+            return;
+        }
+        world.note("VIOLATION " + what);
+        violations.add(what);
+    }
+
+    /** Whether a loss of {@code owner}'s lease was reported at or after {@code since}. */
+    boolean lossReported(String owner, long since) {
+        Long at = reportedLost.get(owner);
+        return at != null && at >= since;
+    }
+
+    static Throwable unwrap(Throwable e) {
+        while ((e instanceof CompletionException || e instanceof ExecutionException) && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+}
