@@ -30,14 +30,18 @@ class SimulationTest {
     static final Duration RUN = Duration.ofMillis(Long.getLong("baton.sim.runMs", 200));
 
     /** Every kind simulated. */
-    static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore");
+    static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore", "latch");
 
     static Simulation simulation(String kind, long seed, boolean trace) {
-        return kind.equals("semaphore") ? new SemaphoreSimulation(seed, trace, RUN) : new LockSimulation(kind, seed, trace, RUN);
+        return switch (kind) {
+            case "semaphore" -> new SemaphoreSimulation(seed, trace, RUN);
+            case "latch" -> new LatchSimulation(seed, trace, RUN);
+            default -> new LockSimulation(kind, seed, trace, RUN);
+        };
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"lock", "fairLock", "fencedLock", "readWriteLock", "semaphore"})
+    @ValueSource(strings = {"lock", "fairLock", "fencedLock", "readWriteLock", "semaphore", "latch"})
     void seedsFindNoViolation(String kind) {
         String only = System.getProperty("baton.sim.kinds", "");
         if (!only.isBlank() && !List.of(only.split(",")).contains(kind)) {
