@@ -5,7 +5,6 @@ import dev.baton.DoNotRetryException;
 import dev.baton.RedisUnavailableException;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -27,31 +26,22 @@ final class LatchSimulation extends Simulation {
     static final String NAME = "sim-latch";
     static final int COUNT = 20;
 
-    final List<Actor> actors = new ArrayList<>();
+    final List<Waiter> waiters;
     int countDownsCalled;
 
     LatchSimulation(long seed, boolean trace, Duration run) {
         super("latch", seed, trace, run);
-        for (SimClient client : clients) {
-            for (int i = 1; i <= 3; i++) {
-                actors.add(new Waiter(client, i));
-            }
-        }
+        waiters = threeEach(clients, Waiter::new);
     }
 
     @Override
-    List<Actor> actors() {
-        return actors;
+    List<Waiter> actors() {
+        return waiters;
     }
 
     @Override
     void setUp() {
-        world.serve(new String[] {"SET", NAME, Integer.toString(COUNT)});
-    }
-
-    @Override
-    Duration settle() {
-        return LONGEST_STALL.plusSeconds(5);
+        setKey(NAME, COUNT);
     }
 
     @Override
@@ -64,28 +54,16 @@ final class LatchSimulation extends Simulation {
     }
 
     /** One actor: waits or counts down, one operation at a time; waits once more at the end. */
-    final class Waiter implements Simulation.Actor {
+    final class Waiter extends BaseActor {
         final SimClient client;
         final int index;
         final BatonCountDownLatch latch;
-        boolean idle;
         boolean lastWaitDone;
-        String doing = "nothing";
 
         Waiter(SimClient client, int index) {
             this.client = client;
             this.index = index;
             this.latch = client.runtime.countDownLatch(NAME);
-        }
-
-        @Override
-        public boolean idle() {
-            return idle;
-        }
-
-        @Override
-        public String doing() {
-            return doing;
         }
 
         @Override
@@ -137,11 +115,7 @@ final class LatchSimulation extends Simulation {
             world.note(this + " calls countDownAsync (" + countDownsCalled + " of " + COUNT + ")");
             long asked = world.now();
             latch.countDownAsync().whenComplete((v, error) -> {
-                long took = world.now() - asked;
-                long bound = COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
-                if (took > bound) {
-                    violation(this + ": countDownAsync took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
-                }
+                checkBound("countDownAsync", asked, boundOf(0));
                 Throwable e = unwrap(error);
                 if (e instanceof DoNotRetryException) {
                     world.note(this + " countDown finished by Baton in the background: " + e.getMessage());
@@ -156,22 +130,11 @@ final class LatchSimulation extends Simulation {
             doing = how;
             world.note(this + " calls " + how);
             long asked = world.now();
-            long bound = waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
             call.whenComplete((open, error) -> {
-                long took = world.now() - asked;
-                if (bound >= 0 && took > bound) {
-                    violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
-                }
-                Throwable e = unwrap(error);
-                if (e != null) {
-                    world.note(this + " " + how + " ended: " + e);
-                    if (!(e instanceof CancellationException || e instanceof RedisUnavailableException)) {
-                        violation(this + ": " + how + " threw " + e);
-                    }
+                if (ended(how, asked, boundOf(waitMs), error) != null) {
                     if (how.endsWith("at the end")) {
                         lastWaitDone = false; // wait again: the last wait must open
                     }
-                    pause();
                     return;
                 }
                 world.note(this + " " + how + (open ? " OPENED" : " timed out"));
@@ -185,11 +148,6 @@ final class LatchSimulation extends Simulation {
                 }
                 pause();
             });
-        }
-
-        void pause() {
-            doing = "pausing";
-            world.at(world.micros(0, 1_000), "next", this::next);
         }
     }
 }

@@ -5,7 +5,6 @@ import dev.baton.LeaseLostException;
 import dev.baton.RedisUnavailableException;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CancellationException;
@@ -41,15 +40,11 @@ final class LockSimulation extends Simulation {
     /** The lock kinds simulated: "lock", "fairLock", "fencedLock", "readWriteLock". */
     static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock");
 
-    final List<Owner> owners = new ArrayList<>();
+    final List<Owner> owners;
 
     LockSimulation(String kind, long seed, boolean trace, Duration run) {
         super(requireKind(kind), seed, trace, run);
-        for (SimClient client : clients) {
-            for (int i = 1; i <= 3; i++) {
-                owners.add(new Owner(client, i));
-            }
-        }
+        owners = threeEach(clients, Owner::new);
     }
 
     private static String requireKind(String kind) {
@@ -107,7 +102,7 @@ final class LockSimulation extends Simulation {
     }
 
     /** One async owner: one operation at a time, as a request handler does. */
-    final class Owner implements Simulation.Actor {
+    final class Owner extends BaseActor {
         final SimClient client;
         final long ownerId;
         /** The lock this operation uses: the kind's lock, or the read or the write side. */
@@ -116,18 +111,7 @@ final class LockSimulation extends Simulation {
         boolean write = true;
         private final BatonLock exclusive;
         private final BatonLock shared;
-        boolean idle;
-        String doing = "nothing";
 
-        @Override
-        public boolean idle() {
-            return idle;
-        }
-
-        @Override
-        public String doing() {
-            return doing;
-        }
         /** While holding: when granted, and whether another grant overtook this hold. */
         long grantedAt = -1;
         long askedAt;
@@ -167,9 +151,7 @@ final class LockSimulation extends Simulation {
 
         @Override
         public void next() {
-            if (stopping) {
-                idle = true;
-                doing = "nothing";
+            if (stopIfStopping()) {
                 return;
             }
             operations++;
@@ -220,24 +202,13 @@ final class LockSimulation extends Simulation {
         void acquire(String how, java.util.concurrent.CompletionStage<Boolean> call, long waitMs, long lease) {
             doing = how;
             world.note(this + " calls " + how + (kind.equals("readWriteLock") ? (write ? " (write)" : " (read)") : ""));
-            long bound = waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS
-                    + (followsAbandoned ? COMMAND_TIMEOUT.toNanos() : 0);
+            long bound = waitMs < 0 ? -1 : boundOf(waitMs) + (followsAbandoned ? COMMAND_TIMEOUT.toNanos() : 0);
             followsAbandoned = false;
             long asked = world.now();
             call.whenComplete((got, error) -> {
-                long took = world.now() - asked;
-                if (bound >= 0 && took > bound) {
-                    violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
-                }
-                Throwable e = unwrap(error);
+                Throwable e = ended(how, asked, bound, error);
                 if (e != null) {
-                    world.note(this + " " + how + " ended: " + e);
                     followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException;
-                    if (!(e instanceof CancellationException || e instanceof TimeoutException
-                            || e instanceof RedisUnavailableException)) {
-                        violation(this + ": " + how + " threw " + e);
-                    }
-                    pause();
                     return;
                 }
                 if (!got) {
@@ -301,11 +272,7 @@ final class LockSimulation extends Simulation {
             world.note(this + " calls unlockAsync (holds " + holds + ", Redis: " + inRedis + ")");
             long asked = world.now();
             lock.unlockAsync(ownerId).whenComplete((v, error) -> {
-                long took = world.now() - asked;
-                long bound = COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
-                if (took > bound) {
-                    violation(this + ": unlockAsync took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
-                }
+                checkBound("unlockAsync", asked, boundOf(0));
                 Throwable e = unwrap(error);
                 if (e instanceof RedisUnavailableException && !(e instanceof dev.baton.ReplicaSyncException)) {
                     world.note(this + " unlock unconfirmed, calling it again: " + e.getMessage());
@@ -338,10 +305,6 @@ final class LockSimulation extends Simulation {
             });
         }
 
-        void pause() {
-            doing = "pausing";
-            world.at(world.micros(0, 1_000), "next", this::next);
-        }
     }
 
 }

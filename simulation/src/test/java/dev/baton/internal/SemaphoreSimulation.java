@@ -5,7 +5,6 @@ import dev.baton.DoNotRetryException;
 import dev.baton.RedisUnavailableException;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -30,15 +29,11 @@ final class SemaphoreSimulation extends Simulation {
     static final String NAME = "sim-sem";
     static final int PERMITS = 3;
 
-    final List<Taker> takers = new ArrayList<>();
+    final List<Taker> takers;
 
     SemaphoreSimulation(long seed, boolean trace, Duration run) {
         super("semaphore", seed, trace, run);
-        for (SimClient client : clients) {
-            for (int i = 1; i <= 3; i++) {
-                takers.add(new Taker(client, i));
-            }
-        }
+        takers = threeEach(clients, Taker::new);
     }
 
     @Override
@@ -48,13 +43,7 @@ final class SemaphoreSimulation extends Simulation {
 
     @Override
     void setUp() {
-        world.serve(new String[] {"SET", NAME, Integer.toString(PERMITS)});
-    }
-
-    /** Late copies and background releases land once the wire is calm: the stall, then a few retries. */
-    @Override
-    Duration settle() {
-        return LONGEST_STALL.plusSeconds(5);
+        setKey(NAME, PERMITS);
     }
 
     @Override
@@ -78,12 +67,10 @@ final class SemaphoreSimulation extends Simulation {
     }
 
     /** One actor: takes 1 or 2 permits, holds them, releases them; one operation at a time. */
-    final class Taker implements Simulation.Actor {
+    final class Taker extends BaseActor {
         final SimClient client;
         final int index;
         final BatonSemaphore semaphore;
-        boolean idle;
-        String doing = "nothing";
         int held;
 
         Taker(SimClient client, int index) {
@@ -93,25 +80,13 @@ final class SemaphoreSimulation extends Simulation {
         }
 
         @Override
-        public boolean idle() {
-            return idle;
-        }
-
-        @Override
-        public String doing() {
-            return doing;
-        }
-
-        @Override
         public String toString() {
             return "taker " + client.id + "/" + index;
         }
 
         @Override
         public void next() {
-            if (stopping) {
-                idle = true;
-                doing = "nothing";
+            if (stopIfStopping()) {
                 return;
             }
             operations++;
@@ -149,20 +124,8 @@ final class SemaphoreSimulation extends Simulation {
             doing = how;
             world.note(this + " calls " + how);
             long asked = world.now();
-            long bound = waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
             call.whenComplete((got, error) -> {
-                long took = world.now() - asked;
-                if (bound >= 0 && took > bound) {
-                    violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
-                }
-                Throwable e = unwrap(error);
-                if (e != null) {
-                    world.note(this + " " + how + " ended: " + e);
-                    if (!(e instanceof CancellationException || e instanceof TimeoutException
-                            || e instanceof RedisUnavailableException)) {
-                        violation(this + ": " + how + " threw " + e);
-                    }
-                    pause();
+                if (ended(how, asked, boundOf(waitMs), error) != null) {
                     return;
                 }
                 if (!got) {
@@ -191,11 +154,7 @@ final class SemaphoreSimulation extends Simulation {
             world.note(this + " calls releaseAsync(" + k + ")");
             long asked = world.now();
             semaphore.releaseAsync(k).whenComplete((v, error) -> {
-                long took = world.now() - asked;
-                long bound = COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
-                if (took > bound) {
-                    violation(this + ": releaseAsync took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
-                }
+                checkBound("releaseAsync", asked, boundOf(0));
                 Throwable e = unwrap(error);
                 if (e instanceof DoNotRetryException) {
                     world.note(this + " release finished by Baton in the background: " + e.getMessage());
@@ -204,11 +163,6 @@ final class SemaphoreSimulation extends Simulation {
                 }
                 pause();
             });
-        }
-
-        void pause() {
-            doing = "pausing";
-            world.at(world.micros(0, 1_000), "next", this::next);
         }
     }
 }

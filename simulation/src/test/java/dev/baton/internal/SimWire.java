@@ -96,7 +96,7 @@ final class SimWire {
                     SimWire.class.getClassLoader(), new Class<?>[] {StatefulRedisConnection.class}, this);
             this.async = new RedisAsyncCommandsImpl<>(connection, StringCodec.UTF8);
             if (faults.resetEveryMicros() > 0) {
-                scheduleReset();
+                resetsFrom(world, faults, () -> closed, this::reset);
             }
         }
 
@@ -209,16 +209,6 @@ final class SimWire {
             f.command.complete();
         }
 
-        private void scheduleReset() {
-            world.at(world.micros(faults.resetEveryMicros() / 4, faults.resetEveryMicros()), "reset", () -> {
-                if (closed || world.calm) {
-                    return;
-                }
-                reset();
-                scheduleReset();
-            });
-        }
-
         /** The connection drops; Lettuce reconnects after a while and writes again what was not answered. */
         void reset() {
             if (!up) {
@@ -283,7 +273,7 @@ final class SimWire {
                         default -> throw new UnsupportedOperationException("the simulated pub/sub connection has no " + m);
                     });
             if (faults.resetEveryMicros() > 0) {
-                scheduleReset();
+                resetsFrom(world, faults, () -> closed, this::reset);
             }
         }
 
@@ -396,16 +386,6 @@ final class SimWire {
             });
         }
 
-        private void scheduleReset() {
-            world.at(world.micros(faults.resetEveryMicros() / 4, faults.resetEveryMicros()), "reset", () -> {
-                if (closed || world.calm) {
-                    return;
-                }
-                reset();
-                scheduleReset();
-            });
-        }
-
         /** The connection drops: the server forgets its subscriptions; Lettuce reconnects and subscribes them all again. */
         void reset() {
             if (!up) {
@@ -432,6 +412,17 @@ final class SimWire {
                 again.whenComplete((v, e) -> waiting.forEach(AsyncCommand::complete));
             });
         }
+    }
+
+    /** Resets a connection now and then, as the faults say, until it closes or the world is calm. */
+    static void resetsFrom(SimWorld world, Faults faults, java.util.function.BooleanSupplier closed, Runnable reset) {
+        world.at(world.micros(faults.resetEveryMicros() / 4, faults.resetEveryMicros()), "reset", () -> {
+            if (closed.getAsBoolean() || world.calm) {
+                return;
+            }
+            reset.run();
+            resetsFrom(world, faults, closed, reset);
+        });
     }
 
     // ---- RESP ------------------------------------------------------------------------------

@@ -36,6 +36,73 @@ abstract class Simulation {
         String doing();
     }
 
+    /**
+     * What every actor shares: idle and what it is doing, stopping when the run stops, pausing
+     * between operations, and judging how a call ended against its bound.
+     */
+    abstract class BaseActor implements Actor {
+        boolean idle;
+        String doing = "nothing";
+
+        @Override
+        public boolean idle() {
+            return idle;
+        }
+
+        @Override
+        public String doing() {
+            return doing;
+        }
+
+        /** Marks the actor idle if the run is stopping; whether it did. */
+        boolean stopIfStopping() {
+            if (stopping) {
+                idle = true;
+                doing = "nothing";
+            }
+            return stopping;
+        }
+
+        /** A pause of up to 1 ms, then the next operation. */
+        void pause() {
+            doing = "pausing";
+            world.at(world.micros(0, 1_000), "next", this::next);
+        }
+
+        /** A call's time against its bound ({@code bound} < 0: none). */
+        void checkBound(String how, long asked, long bound) {
+            long took = world.now() - asked;
+            if (bound >= 0 && took > bound) {
+                violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
+            }
+        }
+
+        /**
+         * Judges how a call ended: its time against its bound; an error is noted, is a violation
+         * unless it is a way such a call may end (cancelled, its caller's timeout, Redis
+         * unavailable), and pauses the actor. Returns the error, or {@code null} if there was none.
+         */
+        Throwable ended(String how, long asked, long bound, Throwable error) {
+            checkBound(how, asked, bound);
+            Throwable e = unwrap(error);
+            if (e == null) {
+                return null;
+            }
+            world.note(this + " " + how + " ended: " + e);
+            if (!(e instanceof java.util.concurrent.CancellationException || e instanceof java.util.concurrent.TimeoutException
+                    || e instanceof dev.baton.RedisUnavailableException)) {
+                violation(this + ": " + how + " threw " + e);
+            }
+            pause();
+            return e;
+        }
+    }
+
+    /** The bound of a call that waits {@code waitMs} (-1: an untimed call, no bound). */
+    static long boundOf(long waitMs) {
+        return waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
+    }
+
     final String kind;
     final long seed;
     final SimWorld world;
@@ -73,15 +140,34 @@ abstract class Simulation {
     /** The actors, made once the clients exist. */
     abstract List<? extends Actor> actors();
 
+    /** Three actors on each client, made by {@code make} from the client and an index 1 to 3. */
+    static <A extends Actor> List<A> threeEach(List<SimClient> clients, java.util.function.BiFunction<SimClient, Integer, A> make) {
+        List<A> made = new ArrayList<>();
+        for (SimClient client : clients) {
+            for (int i = 1; i <= 3; i++) {
+                made.add(make.apply(client, i));
+            }
+        }
+        return made;
+    }
+
     /** Runs before the actors start (setting a semaphore's permits, say). */
     void setUp() {
     }
 
+    /** Sets a string key on the simulated Redis directly (a synchronizer's starting state). */
+    void setKey(String key, long value) {
+        world.serve(new String[] {"SET", key, Long.toString(value)});
+    }
+
     /**
      * How long the world runs on, calm, once every actor is idle, before the end is checked: what
-     * the last calls dispatched lands, and what a late copy left behind ends with its lease.
+     * the last calls dispatched lands, and what a late copy left behind ends with its lease. By
+     * default the longest stall and a few background retries.
      */
-    abstract Duration settle();
+    Duration settle() {
+        return LONGEST_STALL.plusSeconds(5);
+    }
 
     /** The checks of the end state; each finding goes to {@link #violation}. */
     abstract void endChecks();
