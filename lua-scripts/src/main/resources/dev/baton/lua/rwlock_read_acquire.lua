@@ -21,7 +21,9 @@
 -- No writer starvation: while a writer's mark exists, a caller without a read hold is refused,
 -- so the readers drain and the writer gets in. Reentrant reads are always let in (refusing them
 -- could deadlock their holder). Redisson's readers do not know the mark.
--- Re-delivery: a count already at ARGV[4] + 1 is not raised again, if that hold is still alive.
+-- Re-delivery: a count already at ARGV[4] + 1 is not raised again, if that hold is still alive;
+-- its key and the hash are given the lease again, as for a grant (the hold may be one a give-back
+-- never released, now the caller's again: it must not end sooner than the caller was told).
 -- Expired holds: a read hold whose own key has expired (its lease ran out while the hash lived on
 -- for other holds) is gone; the caller's field is dropped before anything else, so neither a
 -- re-delivered copy nor a new acquire reports a hold that has no lease left (the simulation found
@@ -34,6 +36,8 @@ if held > 0 and redis.call('exists', prefix .. ':' .. held) == 0 then
   held = 0
 end
 if held > 0 and held == expected + 1 then
+  redis.call('pexpire', prefix .. ':' .. held, lease)
+  redis.call('pexpire', name, math.max(redis.call('pttl', name), lease))
   return {1, held}
 end
 local mode = redis.call('hget', name, 'mode')

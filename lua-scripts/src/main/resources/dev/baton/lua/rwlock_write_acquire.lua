@@ -2,6 +2,7 @@
 --
 -- KEYS[1]  the lock name (HASH; see rwlock_read_acquire.lua for the layout)
 -- KEYS[2]  "baton_rwlock_writer:{<name>}": the waiting writer's mark (STRING: writer field, PX)
+-- KEYS[3]  "{<name>}:<owner>:rwlock_timeout": prefix of the caller's own read-hold keys
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the caller's writer field ("<owner>:write")
 -- ARGV[3]  the caller's reader field (its owner id)
@@ -18,7 +19,10 @@
 -- A refused writer that will wait leaves its mark (or refreshes its own), which keeps new
 -- Baton readers out until it gets in; a granted writer removes its mark.
 -- Re-delivery: a count already at ARGV[4] + 1 is not raised again.
-local name, mark = KEYS[1], KEYS[2]
+-- Expired reads: a read field of the caller whose top hold's own key has expired (the hash lived
+-- on for other readers) is gone, not an upgrade: it is dropped (with the hash if only "mode" is
+-- left) before the caller is judged, so a stray field cannot refuse its owner's write for ever.
+local name, mark, readPrefix = KEYS[1], KEYS[2], KEYS[3]
 local lease, writer, reader, expected = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
 local markTtl, willWait = tonumber(ARGV[5]), ARGV[6] == '1'
 local mode = redis.call('hget', name, 'mode')
@@ -29,6 +33,14 @@ if held > 0 then
   end
   redis.call('pexpire', name, math.max(redis.call('pttl', name), lease))
   return {1, held}
+end
+local reads = tonumber(redis.call('hget', name, reader))
+if mode == 'read' and reads and redis.call('exists', readPrefix .. ':' .. reads) == 0 then
+  redis.call('hdel', name, reader)
+  if redis.call('hlen', name) == 1 then
+    redis.call('del', name)
+    mode = nil
+  end
 end
 if not mode then
   redis.call('hset', name, 'mode', 'write')

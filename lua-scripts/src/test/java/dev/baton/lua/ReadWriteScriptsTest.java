@@ -38,8 +38,9 @@ class ReadWriteScriptsTest {
     }
 
     private Object write(String writer, int heldBefore) {
-        return run(Script.RWLOCK_WRITE_ACQUIRE, List.of("doc", "baton_rwlock_writer:{doc}"), "10000", writer,
-                writer.substring(0, writer.length() - 6), Integer.toString(heldBefore), "3000", "1");
+        String reader = writer.substring(0, writer.length() - 6);
+        return run(Script.RWLOCK_WRITE_ACQUIRE, List.of("doc", "baton_rwlock_writer:{doc}", "{doc}:" + reader + ":rwlock_timeout"),
+                "10000", writer, reader, Integer.toString(heldBefore), "3000", "1");
     }
 
     @Test
@@ -68,6 +69,36 @@ class ReadWriteScriptsTest {
         assertEquals(List.of(1L, 1L), read(R, 0), "a fresh hold, not the expired one re-reported");
         assertEquals("1", redis.command("GET", "{doc}:" + R + ":rwlock_timeout:1"), "with a lease of its own");
         assertEquals("1", redis.command("HGET", "doc", R), "counted once");
+    }
+
+    /**
+     * A read field of the writer whose own key expired while other readers kept the hash alive is
+     * not an upgrade: without this the writer was refused as upgrading for as long as anyone read
+     * (a review found it: a stray field from a late copy kept the owner's write out for good).
+     */
+    @Test
+    void aStrayReadFieldWhoseKeyExpiredDoesNotRefuseItsOwnersWrite() {
+        String writer = R + ":write";
+        assertEquals(List.of(1L, 1L), read(R, 0));
+        redis.command("DEL", "{doc}:" + R + ":rwlock_timeout:1"); // its lease ran out; nobody else reads
+        assertEquals(List.of(1L, 1L), write(writer, 0), "the stray field is dropped, the hash with it, and the write granted");
+        redis.command("FLUSHALL");
+        assertEquals(List.of(1L, 1L), read(R, 0));
+        assertEquals(List.of(1L, 1L), read("client-c:3", 0));
+        redis.command("DEL", "{doc}:" + R + ":rwlock_timeout:1");
+        assertEquals(0L, ((List<?>) write(writer, 0)).get(0), "another reader still reads: waiting, not refused for good");
+        assertNull(redis.command("HGET", "doc", R), "the stray field is gone");
+    }
+
+    /** A re-delivered read grant gives the hold its lease again: it may be a hold a give-back never released. */
+    @Test
+    void aReDeliveredReadGrantRenewsTheHold() {
+        assertEquals(List.of(1L, 1L), run(Script.RWLOCK_READ_ACQUIRE, List.of("doc", "baton_rwlock_writer:{doc}",
+                "{doc}:" + R + ":rwlock_timeout"), "500", R, R + ":write", "0"));
+        assertEquals(List.of(1L, 1L), read(R, 0), "re-delivered, with a 10 s lease");
+        long keyTtl = (Long) redis.command("PTTL", "{doc}:" + R + ":rwlock_timeout:1");
+        long hashTtl = (Long) redis.command("PTTL", "doc");
+        org.junit.jupiter.api.Assertions.assertTrue(keyTtl > 5000 && hashTtl > 5000, "lease given again: " + keyTtl + ", " + hashTtl);
     }
 
     @Test

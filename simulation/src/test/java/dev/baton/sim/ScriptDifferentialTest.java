@@ -448,7 +448,7 @@ class ScriptDifferentialTest {
             }
             case RWLOCK_WRITE_ACQUIRE: {
                 String n = name(r, "rw");
-                return new Call(script, List.of(n, Layout.writerMark(n)), List.of(lease(r), owner + ":write", owner, held,
+                return new Call(script, List.of(n, Layout.writerMark(n), Layout.readHoldPrefix(n, owner)), List.of(lease(r), owner + ":write", owner, held,
                         pick(r, new String[] {"30000", "45000"}), r.nextInt(4) == 0 ? "0" : "1"));
             }
             case RWLOCK_WRITE_RELEASE: {

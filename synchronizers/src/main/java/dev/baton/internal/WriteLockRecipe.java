@@ -57,7 +57,8 @@ final class WriteLockRecipe implements LockRecipe {
     @Override
     public CompletableFuture<Grant> acquire(String writer, int heldBefore, long leaseMs, boolean willWait) {
         String reader = writer.substring(0, writer.length() - ":write".length());
-        return executor.<List<Object>>eval(Script.RWLOCK_WRITE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
+        return executor.<List<Object>>eval(Script.RWLOCK_WRITE_ACQUIRE, CommandExecutor.Reply.ARRAY,
+                        List.of(name, keys.get(1), Layout.readHoldPrefix(name, reader)),
                         List.of(Long.toString(leaseMs), writer, reader, Integer.toString(heldBefore),
                                 Long.toString(MARK_TTL_MS), willWait ? "1" : "0"))
                 .thenApply(reply -> {
