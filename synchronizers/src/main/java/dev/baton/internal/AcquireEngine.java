@@ -472,12 +472,14 @@ final class AcquireEngine {
             // timeout. (Found by the simulation: a confirmation that came just inside its own
             // timeout was followed by an attempt with a timeout of its own.)
             AtomicBoolean movedOn = new AtomicBoolean();
-            Scheduler.Cancellable atDeadline = unlimited || s.ready().isDone() ? null : scheduler.schedule(() -> guarded(() -> {
+            // Read once: the channel's future is replaced when a failed SUBSCRIBE is sent again.
+            CompletableFuture<Void> ready = s.ready();
+            Scheduler.Cancellable atDeadline = unlimited || ready.isDone() ? null : scheduler.schedule(() -> guarded(() -> {
                 if (movedOn.compareAndSet(false, true)) {
                     step();
                 }
             }), Math.max(0, remainingNanos()), TimeUnit.NANOSECONDS);
-            s.ready().whenComplete((ok, e) -> guarded(() -> {
+            ready.whenComplete((ok, e) -> guarded(() -> {
                 if (atDeadline != null) {
                     atDeadline.cancel();
                 }
