@@ -20,7 +20,8 @@ final class WriteLockRecipe implements LockRecipe {
     private final CommandExecutor executor;
     private final String name;
     private final String channel;
-    private final List<String> keys;
+    /** The waiting writer's mark. */
+    private final String mark;
     /** Whether this client holds a read of the lock for an owner (its lease table). */
     private final java.util.function.Predicate<String> readsHere;
 
@@ -29,14 +30,14 @@ final class WriteLockRecipe implements LockRecipe {
      * read hold nobody has (a late copy of its own earlier read acquire ran after that acquire was
      * undone), which ends with its lease since nobody renews it.
      */
-    static final long GHOST_READ_RECHECK_MS = 1_000;
+    private static final long GHOST_READ_RECHECK_MS = 1_000;
 
     WriteLockRecipe(CommandExecutor executor, String name, java.util.function.Predicate<String> readsHere) {
         this.executor = executor;
         this.readsHere = readsHere;
         this.name = name;
         this.channel = Layout.rwlockChannel(name);
-        this.keys = List.of(name, Layout.writerMark(name));
+        this.mark = Layout.writerMark(name);
     }
 
     @Override
@@ -58,7 +59,7 @@ final class WriteLockRecipe implements LockRecipe {
     public CompletableFuture<Grant> acquire(String writer, int heldBefore, long leaseMs, boolean willWait) {
         String reader = writer.substring(0, writer.length() - ":write".length());
         return executor.<List<Object>>eval(Script.RWLOCK_WRITE_ACQUIRE, CommandExecutor.Reply.ARRAY,
-                        List.of(name, keys.get(1), Layout.readHoldPrefix(name, reader)),
+                        List.of(name, mark, Layout.readHoldPrefix(name, reader)),
                         List.of(Long.toString(leaseMs), writer, reader, Integer.toString(heldBefore),
                                 Long.toString(MARK_TTL_MS), willWait ? "1" : "0"))
                 .thenApply(reply -> {
@@ -91,7 +92,7 @@ final class WriteLockRecipe implements LockRecipe {
     @Override
     public CompletableFuture<?> leave(String writer) {
         // A writer that gives up takes its mark with it (only if the mark is its own).
-        return executor.evalCleanup(Script.RWLOCK_WRITER_LEAVE, CommandExecutor.Reply.INTEGER, List.of(keys.get(1)), List.of(writer));
+        return executor.evalCleanup(Script.RWLOCK_WRITER_LEAVE, CommandExecutor.Reply.INTEGER, List.of(mark), List.of(writer));
     }
 
     @Override
