@@ -55,8 +55,10 @@ public enum Script {
     SEMAPHORE_DRAIN("semaphore_drain.lua"),
     /** Delete a semaphore and wake its waiters. */
     SEMAPHORE_DELETE("semaphore_delete.lua"),
-    /** Take one permit of a permit-expirable semaphore under an id. */
+    /** Take permits of a permit-expirable semaphore, each under an id, once per attempt. */
     EXPIRABLE_ACQUIRE("expirable_acquire.lua"),
+    /** Undo a permit-expirable semaphore acquire whose caller will never have its permits, once. */
+    EXPIRABLE_CANCEL("expirable_cancel.lua"),
     /** Return a permit, by id, to a permit-expirable semaphore. */
     EXPIRABLE_RELEASE("expirable_release.lua"),
     /** Give a held permit a new lease. */

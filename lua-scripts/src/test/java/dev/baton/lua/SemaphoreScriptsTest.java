@@ -41,6 +41,26 @@ class SemaphoreScriptsTest {
         return ScriptRunner.run(redis::command, script, keys, args);
     }
 
+    /** expirable_acquire of the ids (the last argument: the lease), under the first id's request key. */
+    private Object expirableAcquire(String... idsAndLease) {
+        return run(Script.EXPIRABLE_ACQUIRE, expirableKeys(idsAndLease[0]), with(idsAndLease, MEMORY));
+    }
+
+    /** expirable_cancel of an attempt's ids, under the first id's request key. */
+    private Object expirableCancel(String... ids) {
+        return run(Script.EXPIRABLE_CANCEL, expirableKeys(ids[0]), with(ids, MEMORY));
+    }
+
+    private static List<String> expirableKeys(String firstId) {
+        return List.of(EXPIRABLE.get(0), EXPIRABLE.get(1), EXPIRABLE.get(2), Layout.request("pes", firstId));
+    }
+
+    private static String[] with(String[] args, String last) {
+        String[] all = java.util.Arrays.copyOf(args, args.length + 1);
+        all[args.length] = last;
+        return all;
+    }
+
     /** A fresh request id, as the client makes one per request. */
     private String id() {
         return String.format("%016x", ++ids);
@@ -170,15 +190,17 @@ class SemaphoreScriptsTest {
     @Test
     void expirableAcquireIsIdempotentPerIdAndExpiresOnTheServerClock() throws Exception {
         assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "1", "2147483647"));
-        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, "50"));
-        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, "50"), "re-sent: same permit");
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, "50"));
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, "50"), "re-sent: same permit");
         assertEquals("0", redis.command("GET", "pes"));
         @SuppressWarnings("unchecked")
-        List<Long> refused = (List<Long>) run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID2, "-1");
+        List<Long> refused = (List<Long>) expirableAcquire(ID2, "-1");
         assertEquals(0L, refused.get(0));
         assertTrue(refused.get(1) >= 0 && refused.get(1) <= 50, "waits for the earliest expiry: " + refused);
         Thread.sleep(60); // let id-1's 50 ms lease pass on the server's clock
-        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID2, "-1"), "expired permit reclaimed");
+        assertEquals(0L, ((List<?>) expirableAcquire(ID1, "50")).get(0),
+                "a late copy of id-1's attempt, whose permit expired: refused, not reported held, nothing taken");
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID2, "-1"), "expired permit reclaimed");
         List<?> taken = (List<?>) redis.command("ZRANGE", "{pes}:timeout", "0", "-1", "WITHSCORES");
         assertEquals(2, taken.size());
         assertEquals(16L, redis.command("EVAL", "return string.len(redis.call('zrange', KEYS[1], 0, 0)[1])", "1",
@@ -194,16 +216,46 @@ class SemaphoreScriptsTest {
         String id3 = "0123456789abcdef0123456789abcdef";
         assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "2", "2147483647"));
         @SuppressWarnings("unchecked")
-        List<Long> refused = (List<Long>) run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, ID2, id3, "-1");
+        List<Long> refused = (List<Long>) expirableAcquire(ID1, ID2, id3, "-1");
         assertEquals(List.of(0L, -1L, 1L), refused, "three of two: refused, nothing taken");
         assertEquals("2", redis.command("GET", "pes"));
-        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, ID2, "60000"));
-        assertEquals(List.of(1L, 0L), run(Script.EXPIRABLE_ACQUIRE, EXPIRABLE, ID1, ID2, "60000"), "re-sent: the same two");
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, ID2, "60000"));
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, ID2, "60000"), "re-sent: the same two");
         assertEquals("0", redis.command("GET", "pes"));
         assertEquals(2L, redis.command("ZCARD", "{pes}:timeout"));
         assertEquals(2L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID1, ID2, id3), "two of the three ids were held");
         assertEquals("2", redis.command("GET", "pes"));
         assertEquals(0L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID1, ID2), "a re-sent release changes nothing");
+        assertEquals("2", redis.command("GET", "pes"));
+    }
+
+    @Test
+    void aLateCopyOfAnExpirableAcquireTakesNothingAfterItsReleaseOrItsCancel() {
+        String id3 = "0123456789abcdef0123456789abcdef";
+        assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "2", "2147483647"));
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, "-1"));
+        assertEquals(1L, run(Script.EXPIRABLE_RELEASE, EXPIRABLE, ID1));
+        assertEquals(List.of(0L, -1L, 1L), expirableAcquire(ID1, "-1"),
+                "a copy after the release: refused (its permit is not held), and it took nothing");
+        assertEquals("2", redis.command("GET", "pes"));
+        assertEquals(0L, redis.command("ZCARD", "{pes}:timeout"));
+
+        assertEquals(0L, expirableCancel(ID2, id3), "cancelled before it ran: nothing to give back");
+        assertEquals(List.of(0L, -1L, 1L), expirableAcquire(ID2, id3, "-1"), "a copy after the cancel is refused");
+        assertEquals("2", redis.command("GET", "pes"));
+        assertEquals(0L, expirableCancel(ID2, id3), "a re-sent cancel changes nothing");
+        assertEquals("2", redis.command("GET", "pes"));
+    }
+
+    @Test
+    void anExpirableCancelGivesBackWhatTheAttemptTookOnce() {
+        assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "2", "2147483647"));
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, ID2, "-1"));
+        assertEquals("0", redis.command("GET", "pes"));
+        assertEquals(2L, expirableCancel(ID1, ID2));
+        assertEquals("2", redis.command("GET", "pes"));
+        assertEquals(0L, expirableCancel(ID1, ID2), "a re-sent cancel changes nothing");
+        assertEquals(List.of(0L, -1L, 1L), expirableAcquire(ID1, ID2, "-1"), "a copy after the cancel is refused");
         assertEquals("2", redis.command("GET", "pes"));
     }
 }

@@ -2,7 +2,7 @@ package dev.baton.internal;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import java.time.Duration;
 import java.util.List;
@@ -30,18 +30,25 @@ class SimulationTest {
     static final Duration RUN = Duration.ofMillis(Long.getLong("baton.sim.runMs", 200));
 
     /** Every kind simulated. */
-    static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore", "latch");
+    static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore",
+            "expirableSemaphore", "latch");
+
+    static List<String> kinds() {
+        return KINDS;
+    }
 
     static Simulation simulation(String kind, long seed, boolean trace) {
         return switch (kind) {
             case "semaphore" -> new SemaphoreSimulation(seed, trace, RUN);
+            case "expirableSemaphore" -> new ExpirableSemaphoreSimulation(seed, trace, RUN);
             case "latch" -> new LatchSimulation(seed, trace, RUN);
+            case "multiLock" -> new MultiLockSimulation(seed, trace, RUN);
             default -> new LockSimulation(kind, seed, trace, RUN);
         };
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"lock", "fairLock", "fencedLock", "readWriteLock", "semaphore", "latch"})
+    @MethodSource("kinds")
     void seedsFindNoViolation(String kind) {
         String only = System.getProperty("baton.sim.kinds", "");
         if (!only.isBlank() && !List.of(only.split(",")).contains(kind)) {
@@ -74,7 +81,7 @@ class SimulationTest {
                 continue;
             }
             if (survey) {
-                String shape = found.get(0).replaceAll("owner [ab]:\\d+", "owner X").replaceAll("\\d+", "N");
+                String shape = found.get(0).replaceAll("\\b[0-9a-f]{32}\\b", "ID").replaceAll("owner [ab]:\\d+", "owner X").replaceAll("\\d+", "N");
                 shape = shape.length() > 90 ? shape.substring(0, 90) : shape;
                 if (findings.merge(shape, 1, Integer::sum) == 1) {
                     System.out.println("[sim " + kind + "] survey: seed " + seed + " first finds: " + found.get(0));

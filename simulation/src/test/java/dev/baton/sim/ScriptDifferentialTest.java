@@ -501,7 +501,21 @@ class ScriptDifferentialTest {
                     args.add(PERMIT_IDS[(r.nextInt(PERMIT_IDS.length) + i) % PERMIT_IDS.length]);
                 }
                 args.add(pick(r, new String[] {"30000", "-1", "60"}));
-                return new Call(script, expirableKeys(name(r, "xs")), args);
+                args.add(requestTtl);
+                String n = name(r, "xs");
+                // The request key is named after the first id, so calls with the same first id
+                // meet each other's "taken" and "cancelled".
+                return new Call(script, with(withRequest(n, args.get(0)), earlier(r, n, args.get(0))), args);
+            }
+            case EXPIRABLE_CANCEL: {
+                List<String> args = new ArrayList<>();
+                int permits = 1 + r.nextInt(2);
+                for (int i = 0; i < permits; i++) {
+                    args.add(PERMIT_IDS[(r.nextInt(PERMIT_IDS.length) + i) % PERMIT_IDS.length]);
+                }
+                args.add(requestTtl);
+                String n = name(r, "xs");
+                return new Call(script, withRequest(n, args.get(0)), args);
             }
             case EXPIRABLE_RELEASE: {
                 List<String> args = new ArrayList<>(List.of(pick(r, PERMIT_IDS)));
@@ -543,6 +557,10 @@ class ScriptDifferentialTest {
 
     private static List<String> expirableKeys(String n) {
         return List.of(n, Layout.expirablePermits(n), Layout.semaphoreChannel(n));
+    }
+
+    private static List<String> withRequest(String n, String firstId) {
+        return List.of(n, Layout.expirablePermits(n), Layout.semaphoreChannel(n), Layout.request(n, firstId));
     }
 
     @Test

@@ -20,9 +20,10 @@ import java.util.concurrent.TimeUnit;
  * decided by the Redis server's clock inside every script, which first returns expired permits
  * to the pool.
  *
- * Each acquisition picks its permit id up front and the acquire script is idempotent per id, so
- * a re-sent acquire never takes a second permit, and an acquire that got no reply is undone by
- * releasing its id. A refused waiter parks until the earliest permit expires, a release message,
+ * Each attempt picks its permit ids up front and is remembered by a request key named after its
+ * first id, so a re-sent acquire never takes a second permit, and an attempt that got no reply
+ * (or whose refusal came from a re-sent copy) is cancelled by that key: what it took comes back,
+ * and a copy that runs later takes nothing. A refused waiter parks until the earliest permit expires, a release message,
  * or the re-check bound, whichever comes first.
  */
 final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemaphore {
@@ -267,6 +268,8 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
      */
     private final class PermitAttempt implements AcquireEngine.Attempt {
         volatile List<String> ids = List.of();
+        /** The request key of the latest attempt. */
+        private volatile String key;
         private final int permits;
         private final String leaseMs;
         private final SemaphoreWaits.DeletionWatch deletion = new SemaphoreWaits.DeletionWatch();
@@ -299,12 +302,28 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
                 attemptIds.add(UUID.randomUUID().toString().replace("-", ""));
             }
             ids = List.copyOf(attemptIds);
+            List<String> taken = ids;
+            String requestKey = Requests.key(name, taken.get(0));
+            key = requestKey;
+            Requests requests = services.requests();
             List<String> args = new ArrayList<>(attemptIds);
             args.add(leaseMs);
-            return services.executor().<List<Object>>eval(Script.EXPIRABLE_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
-                    args).thenApply(reply -> {
+            args.add(requests.memoryArg());
+            return services.executor().<List<Object>>evalTracked(Script.EXPIRABLE_ACQUIRE, CommandExecutor.Reply.ARRAY,
+                    requests.withForgotten(name, withKey(requestKey)), args).thenApply(delivered -> {
+                        List<Object> reply = delivered.value();
                         if ((Long) reply.get(0) == 1L) {
+                            if (!delivered.resent()) {
+                                requests.answered(name, requestKey);
+                            }
                             return AcquireEngine.Outcome.GRANTED;
+                        }
+                        if (delivered.resent()) {
+                            // A refusal answered by a copy Lettuce wrote again: the first copy may
+                            // still be on its way (in a dropped connection or a stalled server's
+                            // input) and would take permits for nobody, with no lease for ever
+                            // (the simulation found it, expirable-semaphore seed 264).
+                            cancel(taken, requestKey, "cancelling a refused acquire whose earlier copy may still run");
                         }
                         deletion.check(name, (Long) reply.get(2) == 1L);
                         long untilExpiry = (Long) reply.get(1);
@@ -315,22 +334,37 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
-            return giveBack();
+            return cancel(ids, key, "cancelling an unanswered acquire");
         }
 
         @Override
         public CompletableFuture<?> releaseGranted() {
-            return giveBack();
-        }
-
-        private CompletableFuture<?> giveBack() {
-            // A release by this attempt's own ids: harmless however late it lands, so it is sent
-            // until answered (in the background past the command timeout), never lost.
+            // A release by this attempt's own ids; a late copy of the attempt finds its request
+            // key "taken" and takes nothing more.
             List<String> taken = ids;
             return services.requests().deliver(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys, taken,
                     null, taken.get(0), "giving back permit" + (taken.size() == 1 ? " " : "s ") + String.join(", ", taken)
-                            + " of semaphore '" + name + "'").foreground();
+                            + " of semaphore '" + name + "' taken after the wait was abandoned").foreground();
         }
+
+        /**
+         * Cancels an attempt by its request key: permits it took (and still has) come back, and a
+         * copy of it that runs later takes none. Sent until answered (in the background past the
+         * command timeout), never lost.
+         */
+        private CompletableFuture<?> cancel(List<String> taken, String requestKey, String why) {
+            Requests requests = services.requests();
+            List<String> args = new ArrayList<>(taken);
+            args.add(requests.memoryArg());
+            return requests.deliver(Script.EXPIRABLE_CANCEL, CommandExecutor.Reply.INTEGER, withKey(requestKey), args,
+                    null, null, why + " (permit" + (taken.size() == 1 ? " " : "s ") + String.join(", ", taken)
+                            + ") of semaphore '" + name + "'").foreground();
+        }
+    }
+
+    /** The semaphore's keys and a request key. */
+    private List<String> withKey(String requestKey) {
+        return List.of(keys.get(0), keys.get(1), keys.get(2), requestKey);
     }
 
     @Override
