@@ -14,9 +14,10 @@ import java.util.concurrent.TimeUnit;
  * with Redisson clients, which use their own clocks.
  *
  * <p>How a wait ends is as for {@link BatonSemaphore}; a waiter also wakes when the earliest
- * permit's lease runs out. Every attempt picks its own permit id and acquiring is idempotent
- * per id, so a re-sent acquire never takes a second permit, and an attempt whose reply never
- * came is undone by releasing its id (Baton keeps sending that release until Redis answers).
+ * permit's lease runs out. Every attempt picks its own permit ids and Redis remembers the
+ * attempt, so a re-sent acquire never takes a second permit, and an attempt whose reply never
+ * came is cancelled: what it took comes back, and a copy of it that runs later takes nothing
+ * (Baton keeps sending the cancel until Redis answers).
  * A release by id is safe to repeat: if {@link #release(String)} throws
  * {@link RedisUnavailableException}, call it again with the same id; if the first one had
  * landed, the second returns normally.

@@ -36,8 +36,8 @@ public final class Layout {
     }
 
     /**
-     * The key that remembers one request on a plain semaphore or a count-down latch (Baton's
-     * own; Redisson never reads it): {@code baton_request:{name}:<id>}.
+     * The key that remembers one request on a semaphore (either kind) or a count-down latch
+     * (Baton's own; Redisson never reads it): {@code baton_request:{name}:<id>}.
      */
     public static String request(String name, String id) {
         return "baton_request:" + hashTagged(name) + ":" + id;

@@ -248,6 +248,34 @@ class SemaphoreScriptsTest {
     }
 
     @Test
+    void aCopyWhoseRequestKeyIsGoneTakesNothingWhileItsPermitIsTaken() {
+        assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "3", "2147483647"));
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, "-1"));
+        redis.command("DEL", Layout.request("pes", ID1)); // the key's lifetime ran out (or it was evicted)
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, "-1"), "its permit is live: answered as taken");
+        assertEquals("2", redis.command("GET", "pes"), "and nothing taken twice");
+        assertEquals(1L, redis.command("ZCARD", "{pes}:timeout"));
+    }
+
+    @Test
+    void aPermitPastItsExpiryIsNotHeldEvenWhereTheSweepStoppedBeforeIt() throws Exception {
+        assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "1", "2147483647"));
+        assertEquals(List.of(1L, 0L), expirableAcquire(ID1, "30"));
+        Thread.sleep(40); // id-1's lease passes on the server's clock
+        oldExpiredPermits(1001); // more than one call's sweep returns (1,000), all ahead of id-1
+        assertEquals(0L, ((List<?>) expirableAcquire(ID1, "30")).get(0),
+                "a re-sent copy of id-1's attempt: refused, not reported held, nothing taken again");
+        oldExpiredPermits(1001);
+        assertEquals(0L, run(Script.EXPIRABLE_UPDATE_LEASE, EXPIRABLE, ID1, "60000"), "an expired permit gets no new lease");
+    }
+
+    /** Permits of other holders that expired long ago, ahead of every real one in the sweep's order. */
+    private void oldExpiredPermits(int n) {
+        redis.command("EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('zadd', KEYS[1], 1, 'old-' .. i) end "
+                + "redis.call('decrby', KEYS[2], tonumber(ARGV[1])) return 1", "2", "{pes}:timeout", "pes", Integer.toString(n));
+    }
+
+    @Test
     void anExpirableCancelGivesBackWhatTheAttemptTookOnce() {
         assertEquals(1L, run(Script.EXPIRABLE_PERMITS, EXPIRABLE, "try_set", "2", "2147483647"));
         assertEquals(List.of(1L, 0L), expirableAcquire(ID1, ID2, "-1"));

@@ -343,7 +343,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
             // key "taken" and takes nothing more.
             List<String> taken = ids;
             return services.requests().deliver(Script.EXPIRABLE_RELEASE, CommandExecutor.Reply.INTEGER, keys, taken,
-                    null, taken.get(0), "giving back permit" + (taken.size() == 1 ? " " : "s ") + String.join(", ", taken)
+                    null, null, "giving back permit" + (taken.size() == 1 ? " " : "s ") + String.join(", ", taken)
                             + " of semaphore '" + name + "' taken after the wait was abandoned").foreground();
         }
 

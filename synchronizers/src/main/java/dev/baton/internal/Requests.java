@@ -22,8 +22,9 @@ import java.util.concurrent.TimeUnit;
 /*
  * Exactly-once requests, for the operations whose Redis layout (Redisson's) has no owner to
  * check a repeated command against: the plain semaphore's acquire, release and addPermits, the
- * latch's countDown, and both trySet calls. Locks need none of this (their scripts compare hold
- * counts) and neither does the permit-expirable semaphore (its permits have ids).
+ * latch's countDown, and both trySet calls, and the permit-expirable semaphore's acquire (its
+ * request key is named after the attempt's first permit id; expirable_cancel undoes it). Locks
+ * need none of this (their scripts compare hold counts).
  *
  * A request carries a random id. Its script remembers it in a key of its own beside the
  * synchronizer, "baton_request:{name}:<id>" (same hash tag, same cluster slot), written in the
