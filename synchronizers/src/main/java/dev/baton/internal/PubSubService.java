@@ -219,10 +219,12 @@ final class PubSubService implements AutoCloseable {
         lock.lock();
         try {
             closed = true;
-            for (Channel channel : channels.values()) {
+            // A woken waiter re-checks on this thread and may leave its channel at once: wake a copy.
+            List<Channel> all = List.copyOf(channels.values());
+            channels.clear();
+            for (Channel channel : all) {
                 channel.wake(Integer.MAX_VALUE, null);
             }
-            channels.clear();
         } finally {
             lock.unlock();
         }
