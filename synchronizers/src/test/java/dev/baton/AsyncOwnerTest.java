@@ -1,5 +1,6 @@
 package dev.baton;
 
+import dev.baton.lua.Script;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 
@@ -122,5 +123,29 @@ class AsyncOwnerTest extends TwoClientsTest {
             lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
             assertFalse(lock.isLocked(), "round " + round + ": free after two releases");
         }
+    }
+
+    /**
+     * An owner's unlock that is not answered yet goes before the same owner's next acquisition of
+     * the lock, even when Redis refuses the unlock's EVALSHA with NOSCRIPT (its script gone after
+     * SCRIPT FLUSH or a restart) and runs it as EVAL a round trip later, behind an acquire whose
+     * script is cached. Before, the acquire ran first, Redis took it for a re-sent copy of the
+     * hold the owner had, and the release after it freed the lock the owner believed it held (the
+     * simulation found it through a multi-lock's give-back, multi-lock seed 67).
+     */
+    @Test
+    void anUnlockRunLateAfterNoscriptStillGoesBeforeTheOwnersNextLock() throws Exception {
+        BatonLock lock = a.lock("noscript-order");
+        long owner = Baton.newOwnerId();
+        lock.lockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        redis.command("SCRIPT", "FLUSH");
+        redis.command("SCRIPT", "LOAD", Script.LOCK_ACQUIRE.text());
+        java.util.concurrent.CompletableFuture<Void> unlocked = lock.unlockAsync(owner).toCompletableFuture();
+        java.util.concurrent.CompletableFuture<Void> locked = lock.lockAsync(owner).toCompletableFuture();
+        unlocked.get(5, TimeUnit.SECONDS);
+        locked.get(5, TimeUnit.SECONDS);
+        assertTrue(lock.isLocked(), "the owner's new hold is in Redis, not freed by the unlock that ran after it");
+        lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertFalse(lock.isLocked());
     }
 }

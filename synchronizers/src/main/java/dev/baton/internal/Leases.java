@@ -9,7 +9,9 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -40,6 +42,11 @@ final class Leases {
      * dispatched), registered when they start; see {@link #acquiring}.
      */
     private final ConcurrentHashMap<Key, List<Turn>> acquiring = new ConcurrentHashMap<>();
+    /**
+     * Each owner's unlocks of each lock still waiting for their answer (changed only inside the
+     * map's compute); see {@link #releasing}.
+     */
+    private final ConcurrentHashMap<Key, Set<CompletableFuture<?>>> releasing = new ConcurrentHashMap<>();
 
     /** One acquisition in its owner's line for a lock, and the turn it waits for (null: it started at once). */
     private static final class Turn {
@@ -185,7 +192,18 @@ final class Leases {
             l.add(waits ? l.size() : notStarted, mine[0]);
             return l;
         });
-        List<CompletableFuture<Void>> before = new ArrayList<>();
+        List<CompletableFuture<?>> before = new ArrayList<>();
+        // The owner's unlocks of this lock still unanswered: each must run before this
+        // acquisition's first attempt, which Redis would otherwise take for a re-sent copy of an
+        // acquisition the owner holds (a hold count already at the one it expects + 1), leaving
+        // it holding nothing once the release runs after it. Lettuce keeps one connection's
+        // commands in order, but a release refused with NOSCRIPT runs again as EVAL a round trip
+        // later, behind an acquire whose script was cached (the simulation found it, multi-lock
+        // seed 67: a multi-lock's give-back, then its owner's next multi-lock).
+        releasing.computeIfPresent(k, (x, inFlight) -> {
+            inFlight.forEach(f -> before.add(f.handle((ok, e) -> null)));
+            return inFlight;
+        });
         for (AcquireEngine.Acquisition earlier : givenUp) {
             // Stop it now rather than when its own callback comes (after the caller's, which may
             // be this very call): it settles as soon as no attempt is in flight.
@@ -196,6 +214,27 @@ final class Leases {
         CompletableFuture<?> after = before.isEmpty() ? null : CompletableFuture.allOf(before.toArray(CompletableFuture[]::new));
         acquisition.start(after, mine[0].turn);
         return acquisition;
+    }
+
+    /**
+     * An unlock of {@code key} by {@code owner} was sent and is not answered yet: the owner's
+     * acquisitions of that lock that start before its answer wait for it (see {@link #acquiring}).
+     * It is bounded as every unlock is (answered, or failed within the command timeout).
+     */
+    void releasing(String key, String owner, CompletableFuture<?> release) {
+        if (release.isDone()) {
+            return;
+        }
+        Key k = new Key(key, owner);
+        releasing.compute(k, (x, inFlight) -> {
+            Set<CompletableFuture<?>> set = inFlight == null ? new HashSet<>() : inFlight;
+            set.add(release);
+            return set;
+        });
+        release.whenComplete((ok, e) -> releasing.computeIfPresent(k, (x, inFlight) -> {
+            inFlight.remove(release);
+            return inFlight.isEmpty() ? null : inFlight;
+        }));
     }
 
     /** A settled acquisition leaves its owner's line; the ones whose earlier entries have all settled get their turn. */

@@ -402,7 +402,11 @@ class RedisLock implements BatonLock {
 
     private CompletableFuture<Void> release(long ownerId) {
         services.checkOpen();
-        return release(owner(ownerId), false);
+        CompletableFuture<Void> released = release(owner(ownerId), false);
+        // Until it is answered, the owner's next acquisition of this lock waits for it (keyed as
+        // acquisitions are: Leases.acquiring), so it can never run after that acquisition.
+        services.leases().releasing(name, Names.owner(services.clientId(), ownerId), released);
+        return released;
     }
 
     /**
