@@ -37,6 +37,8 @@ final class SimClient implements AutoCloseable {
     }
 
     final String id;
+    /** The world's clock as this client reads it (for what is built outside the runtime: a multi-lock). */
+    final Clock clock;
     final ClientRuntime runtime;
     final SimWire.Commands commands;
     final SimWire.PubSub pubSub;
@@ -53,7 +55,8 @@ final class SimClient implements AutoCloseable {
         if (listener != null) {
             options.leaseLostListener(listener);
         }
-        this.runtime = new ClientRuntime(options.build(), connections, new Clock(world), id);
+        this.clock = new Clock(world);
+        this.runtime = new ClientRuntime(options.build(), connections, clock, id);
     }
 
     @Override

@@ -31,7 +31,7 @@ class SimulationTest {
 
     /** Every kind simulated. */
     static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore",
-            "expirableSemaphore", "latch");
+            "expirableSemaphore", "latch", "multiLock");
 
     static List<String> kinds() {
         return KINDS;

@@ -107,19 +107,20 @@ final class MultiLock implements BatonMultiLock {
     public void lock(long leaseTime, TimeUnit unit) {
         checkLease(leaseTime, unit);
         long owner = Names.threadOwner();
-        Blocking.join(new Sequence(owner, l -> l.lockAsync(leaseTime, unit, owner)).start());
+        long leaseNanos = Args.noLease(leaseTime, unit) ? -1 : unit.toNanos(leaseTime);
+        Blocking.join(new Sequence(owner, leaseNanos, Long.MAX_VALUE, l -> l.lockAsync(leaseTime, unit, owner)).start());
     }
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
         long owner = Names.threadOwner();
-        await(new Sequence(owner, l -> l.lockAsync(owner)));
+        await(new Sequence(owner, -1, Long.MAX_VALUE, l -> l.lockAsync(owner)));
     }
 
     @Override
     public boolean tryLock() {
         long owner = Names.threadOwner();
-        return Blocking.join(new Sequence(owner, l -> l.tryLockAsync(owner)).start());
+        return Blocking.join(new Sequence(owner, -1, 0, l -> l.tryLockAsync(owner)).start());
     }
 
     @Override
@@ -142,7 +143,7 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        Sequence sequence = new Sequence(ownerId, l -> l.lockAsync(ownerId));
+        Sequence sequence = new Sequence(ownerId, -1, Long.MAX_VALUE, l -> l.lockAsync(ownerId));
         CompletableFuture<Boolean> result = sequence.start();
         // Derived by hand so that the caller's completion of it (cancel, orTimeout, by hand)
         // reaches the sequence, and a set taken just as the caller gave up is given back.
@@ -181,7 +182,7 @@ final class MultiLock implements BatonMultiLock {
             }
         }
         Throwable reportedBefore = pending == null ? null : pending.reported();
-        return releaseEach(order, ownerId).thenApply(errors -> {
+        return releaseEach(order, ownerId, false).thenApply(errors -> {
             List<Integer> notConfirmed = new ArrayList<>();
             List<String> names = new ArrayList<>();
             Throwable first = reportedBefore;
@@ -226,7 +227,7 @@ final class MultiLock implements BatonMultiLock {
     /** Every lock within one wait budget; {@code leaseTime < 0} means watchdog leases. */
     private Sequence timed(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
         long deadline = clock.nanoTime() + Args.waitNanos(waitTime, unit);
-        return new Sequence(ownerId, l -> {
+        return new Sequence(ownerId, leaseTime < 0 ? -1 : unit.toNanos(leaseTime), deadline, l -> {
             long remaining = Math.max(0, deadline - clock.nanoTime());
             return leaseTime < 0
                     ? l.tryLockAsync(remaining, TimeUnit.NANOSECONDS, ownerId)
@@ -264,33 +265,52 @@ final class MultiLock implements BatonMultiLock {
     }
 
     /**
-     * One multi-lock acquisition: the locks taken one after the other in canonical order. The
-     * result completes true when all are held; false, or exceptionally, only after every lock
-     * taken so far has been released in reverse order. Cancelling the result cancels the lock
-     * acquisition in progress and gives back what was taken.
+     * One multi-lock acquisition: the locks taken one after the other in canonical order, each
+     * waiting within what is left of the wait time; once it has run out (at once for a wait of
+     * zero or less), the locks not yet taken get one attempt each, all at once (none waits, so
+     * no order is needed, and the call ends within one command timeout of the deadline, not one
+     * per lock). The result completes true when all are held; false, or exceptionally, once the
+     * locks taken so far have their give-backs sent (not answered: the owner's next acquisition
+     * of any of them waits for that answer, Leases.releasing, so it is never undone by them).
+     * Completing the result from outside (the caller's cancel, orTimeout, by hand, an interrupt)
+     * abandons it: the lock acquisitions in progress are cancelled and the locks already taken
+     * are given back at once.
+     *
+     * <p>With a fixed lease, the set is held only if the whole sequence took less than the lease
+     * from the first lock's attempt: otherwise the first locks' leases may have run out while the
+     * last ones were taken, so the set is given back and taken again while the wait lasts (the
+     * simulation found grants of sets whose first member Redis no longer held, multi-lock seed 56).
      */
     private final class Sequence {
         private final long ownerId;
         private final Step step;
+        /** The fixed lease of every member, in ns; negative: watchdog leases (no validity to check). */
+        private final long leaseNanos;
+        /** When the wait runs out ({@code Long.MAX_VALUE}: never). */
+        private final long deadline;
         private final CompletableFuture<Boolean> result = new CompletableFuture<>();
         /** Completes when a sequence that did not finish has given back every lock it took. */
         final CompletableFuture<Void> givenBack = new CompletableFuture<>();
-        private volatile CompletableFuture<?> current;
-        private volatile boolean cancelled;
+        /** Completes when the lock acquisitions in progress at an abandon have settled (and grants they raced are given back). */
+        private final CompletableFuture<Void> inProgressSettled = new CompletableFuture<>();
+        /** The lock acquisitions in progress (empty between locks); guarded by this. */
+        private List<CompletableFuture<?>> inProgress = List.of();
+        /** Locks 0 to {@code taken - 1} are held by this sequence; guarded by this. */
+        private int taken;
+        /** The result was completed from outside; guarded by this. */
+        private boolean abandoned;
         /** Set before the sequence completes its result itself. */
         private volatile boolean ending;
+        private long firstAttemptAt;
 
-        Sequence(long ownerId, Step step) {
+        Sequence(long ownerId, long leaseNanos, long deadline, Step step) {
             this.ownerId = ownerId;
+            this.leaseNanos = leaseNanos;
+            this.deadline = deadline;
             this.step = step;
             result.whenComplete((ok, e) -> {
-                // Completed by the caller (cancel, orTimeout, by hand), not by the sequence.
                 if (!ending) {
-                    cancelled = true;
-                    CompletableFuture<?> c = current;
-                    if (c != null) {
-                        c.cancel(false);
-                    }
+                    abandon();
                 }
             });
         }
@@ -301,62 +321,183 @@ final class MultiLock implements BatonMultiLock {
             return result;
         }
 
-        private void next(int index) {
-            if (index == locks.size()) {
-                ending = true;
-                if (!result.complete(true)) {
-                    giveBack(index - 1, null); // cancelled just as the last lock came
-                }
-                return;
-            }
-            CompletableFuture<?> taking;
-            try {
-                taking = step.take(locks.get(index)).toCompletableFuture();
-            } catch (RuntimeException e) {
-                giveBack(index - 1, e);
-                return;
-            }
-            current = taking;
-            if (cancelled) {
-                taking.cancel(false);
-            }
-            taking.whenComplete((value, error) -> {
-                boolean got = error == null && (value == null || Boolean.TRUE.equals(value));
-                if (got && !cancelled) {
-                    next(index + 1);
+        /** The result was completed from outside: stop the acquisitions in progress, give back what is held now. */
+        private void abandon() {
+            List<CompletableFuture<?>> stop;
+            int held;
+            synchronized (this) {
+                if (abandoned) {
                     return;
                 }
-                // A lock granted just as the wait was cancelled is held: give it back too.
-                int last = got ? index : index - 1;
-                giveBack(last, error == null || error instanceof java.util.concurrent.CancellationException
-                        ? null : Failures.unwrap(error));
+                abandoned = true;
+                stop = inProgress;
+                held = taken;
+                taken = 0;
+            }
+            if (stop.isEmpty()) {
+                inProgressSettled.complete(null);
+            } else {
+                stop.forEach(f -> f.cancel(false));
+            }
+            CompletableFuture.allOf(giveBack(upTo(held)), inProgressSettled).whenComplete((ok, e) -> givenBack.complete(null));
+        }
+
+        private void next(int index) {
+            if (index == locks.size()) {
+                complete();
+                return;
+            }
+            if (index == 0) {
+                firstAttemptAt = clock.nanoTime();
+            }
+            List<Integer> indexes = new ArrayList<>();
+            boolean atOnce = clock.nanoTime() >= deadline;
+            for (int i = index; i < (atOnce ? locks.size() : index + 1); i++) {
+                indexes.add(i);
+            }
+            List<CompletableFuture<?>> takes = new ArrayList<>();
+            synchronized (this) {
+                if (abandoned) {
+                    return; // abandon() found nothing in progress and gave back what was held
+                }
+                for (int i : indexes) {
+                    CompletableFuture<?> taking;
+                    try {
+                        taking = step.take(locks.get(i)).toCompletableFuture();
+                    } catch (RuntimeException e) {
+                        taking = CompletableFuture.failedFuture(e);
+                    }
+                    takes.add(taking);
+                }
+                inProgress = takes;
+            }
+            boolean[] got = new boolean[takes.size()];
+            Throwable[] error = new Throwable[1];
+            List<CompletableFuture<?>> settled = new ArrayList<>();
+            for (int k = 0; k < takes.size(); k++) {
+                int slot = k;
+                settled.add(takes.get(k).handle((value, e) -> {
+                    got[slot] = e == null && (value == null || Boolean.TRUE.equals(value));
+                    Throwable cause = e == null ? null : Failures.unwrap(e);
+                    if (cause != null && !(cause instanceof java.util.concurrent.CancellationException)) {
+                        synchronized (error) {
+                            if (error[0] == null) {
+                                error[0] = cause;
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            CompletableFuture.allOf(settled.toArray(CompletableFuture[]::new)).whenComplete((x, y) -> {
+                List<Integer> grantedNow = new ArrayList<>();
+                for (int k = 0; k < got.length; k++) {
+                    if (got[k]) {
+                        grantedNow.add(indexes.get(k));
+                    }
+                }
+                boolean all = grantedNow.size() == indexes.size();
+                boolean wasAbandoned;
+                synchronized (this) {
+                    inProgress = List.of();
+                    wasAbandoned = abandoned;
+                    if (all && !abandoned) {
+                        taken = indexes.get(indexes.size() - 1) + 1;
+                    }
+                }
+                if (wasAbandoned) {
+                    // Locks granted just as the wait was abandoned are held: give them back too.
+                    giveBack(reversed(grantedNow)).whenComplete((ok, e) -> inProgressSettled.complete(null));
+                } else if (all) {
+                    next(taken);
+                } else {
+                    failed(error[0], reversed(grantedNow));
+                }
             });
         }
 
-        /** Releases locks {@code last} down to 0, then ends the sequence without the set. */
-        private void giveBack(int last, Throwable error) {
-            releaseFrom(last, ownerId).whenComplete((ok, releaseError) -> {
-                givenBack.complete(null);
-                ending = true;
-                if (error != null) {
-                    if (releaseError != null) {
-                        error.addSuppressed(Failures.unwrap(releaseError));
-                    }
-                    result.completeExceptionally(error);
-                } else {
-                    result.complete(false);
+        /** Every lock is held: checks a fixed lease's validity, then completes the result. */
+        private void complete() {
+            if (leaseNanos >= 0 && clock.nanoTime() - firstAttemptAt >= leaseNanos) {
+                // The first locks' leases may have run out: give the set back, try again while the wait lasts.
+                int held;
+                synchronized (this) {
+                    held = abandoned ? 0 : taken;
+                    taken = 0;
                 }
-            });
+                if (held == 0) {
+                    return; // abandoned meanwhile: abandon() gave back what was held
+                }
+                giveBack(upTo(held)).whenComplete((ok, e) -> {
+                    if (clock.nanoTime() < deadline) {
+                        next(0);
+                    } else {
+                        finish(null);
+                    }
+                });
+                return;
+            }
+            ending = true;
+            if (!result.complete(true)) {
+                abandon(); // completed from outside just as the last lock came
+            }
+        }
+
+        /**
+         * A lock was refused, timed out or failed: gives back what is held ({@code alsoHeld}:
+         * granted in the last round besides locks 0 to taken - 1) and ends without the set once
+         * those give-backs are sent.
+         */
+        private void failed(Throwable error, List<Integer> alsoHeld) {
+            int held;
+            synchronized (this) {
+                held = abandoned ? 0 : taken;
+                taken = 0;
+            }
+            List<Integer> back = new ArrayList<>(alsoHeld);
+            back.addAll(upTo(held));
+            giveBack(back).whenComplete((ok, e) -> givenBack.complete(null));
+            finish(error);
+        }
+
+        /** Ends the sequence without the set: false, or {@code error}. */
+        private void finish(Throwable error) {
+            ending = true;
+            if (error != null) {
+                result.completeExceptionally(error);
+            } else {
+                result.complete(false);
+            }
+        }
+
+        /** Gives back the locks at {@code indexes} (sent at once, in that order); completes when all are answered or failed. */
+        private CompletableFuture<Void> giveBack(List<Integer> indexes) {
+            if (indexes.isEmpty()) {
+                return CompletableFuture.completedFuture(null);
+            }
+            return releaseEach(indexes, ownerId, true).thenApply(errors -> null);
         }
     }
 
-    /** Releases locks {@code from} down to 0 for the owner, each tried even if one before failed. */
-    private CompletableFuture<Void> releaseFrom(int from, long ownerId) {
+    /** Indexes {@code held - 1} down to 0. */
+    private static List<Integer> upTo(int held) {
         List<Integer> order = new ArrayList<>();
-        for (int i = from; i >= 0; i--) {
+        for (int i = held - 1; i >= 0; i--) {
             order.add(i);
         }
-        return releaseEach(order, ownerId).thenApply(errors -> {
+        return order;
+    }
+
+    private static List<Integer> reversed(List<Integer> indexes) {
+        List<Integer> out = new ArrayList<>(indexes);
+        java.util.Collections.reverse(out);
+        return out;
+    }
+
+    /** Gives back locks {@code from} down to 0 for the owner, each tried even if one before failed. */
+    private CompletableFuture<Void> releaseFrom(int from, long ownerId) {
+        List<Integer> order = upTo(from + 1);
+        return releaseEach(order, ownerId, true).thenApply(errors -> {
             Throwable first = null;
             for (int index : order) {
                 Throwable e = errors[index];
@@ -377,27 +518,31 @@ final class MultiLock implements BatonMultiLock {
     }
 
     /**
-     * Releases the members at {@code order}, one after the other, each tried whatever the ones
-     * before it did; completes with what each threw, by index (null: released).
+     * Releases the members at {@code order}: every unlock is sent at once, in that order (one
+     * client's commands reach Redis in the order sent), so the whole release takes one command
+     * timeout at most, not one per member; each is tried whatever the others do. Completes with
+     * what each threw, by index (null: released). {@code giveBack}: holds the caller never had
+     * (RedisLock.giveBackAsync: one Redis does not confirm is not kept); otherwise the owner's
+     * unlock (kept, and completed by unlock again).
      */
-    private CompletableFuture<Throwable[]> releaseEach(List<Integer> order, long ownerId) {
+    private CompletableFuture<Throwable[]> releaseEach(List<Integer> order, long ownerId, boolean giveBack) {
         Throwable[] errors = new Throwable[locks.size()];
-        CompletableFuture<Void> all = CompletableFuture.completedFuture(null);
+        List<CompletableFuture<Void>> all = new ArrayList<>(order.size());
         for (int index : order) {
-            all = all.thenCompose(ignored -> {
-                CompletableFuture<Void> here;
-                try {
-                    here = locks.get(index).unlockAsync(ownerId).toCompletableFuture();
-                } catch (RuntimeException e) {
-                    here = CompletableFuture.failedFuture(e);
-                }
-                return here.handle((ok, error) -> {
-                    errors[index] = error == null ? null : Failures.unwrap(error);
-                    return null;
-                });
-            });
+            CompletableFuture<Void> here;
+            try {
+                BatonLock lock = locks.get(index);
+                here = giveBack && lock instanceof RedisLock own ? own.giveBackAsync(ownerId)
+                        : lock.unlockAsync(ownerId).toCompletableFuture();
+            } catch (RuntimeException e) {
+                here = CompletableFuture.failedFuture(e);
+            }
+            all.add(here.handle((ok, error) -> {
+                errors[index] = error == null ? null : Failures.unwrap(error);
+                return null;
+            }));
         }
-        return all.thenApply(ignored -> errors);
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).thenApply(ignored -> errors);
     }
 
     private String pendingKey(long ownerId) {

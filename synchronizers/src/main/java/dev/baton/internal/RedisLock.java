@@ -400,6 +400,20 @@ class RedisLock implements BatonLock {
         }
     }
 
+    /**
+     * Gives back a hold its owner's caller never had: a multi-lock's member taken by an
+     * acquisition that then failed, ran past its lease, or was abandoned. As a late grant's
+     * give-back (sent as a clean-up), not as the owner's unlock: if Redis does not confirm it,
+     * nobody will call unlock again for it, so it is not kept as a hold (its renewal has stopped,
+     * and the hold ends in Redis with its lease).
+     */
+    CompletableFuture<Void> giveBackAsync(long ownerId) {
+        services.checkOpen();
+        CompletableFuture<Void> released = release(owner(ownerId), true);
+        services.leases().releasing(name, Names.owner(services.clientId(), ownerId), released);
+        return released;
+    }
+
     private CompletableFuture<Void> release(long ownerId) {
         services.checkOpen();
         CompletableFuture<Void> released = release(owner(ownerId), false);
