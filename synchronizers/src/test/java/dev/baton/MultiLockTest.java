@@ -106,6 +106,26 @@ class MultiLockTest {
         assertFalse(a1.lock("queue-a").isLocked());
     }
 
+    /**
+     * A wait of Long.MAX_VALUE is a wait without end, still taken in order: the first member is
+     * waited for and the second is not touched meanwhile. (A review found the deadline wrapping
+     * negative: every member was taken at once, waiting in no order.)
+     */
+    @Test
+    void theLongestWaitStillTakesTheLocksInOrder() throws Exception {
+        assertTrue(threads.submit(() -> b1.lock("pa").tryLock()).get());
+        BatonMultiLock multi = Baton.multiLock(a1.lock("pa"), a2.lock("pb"));
+        java.util.concurrent.CompletableFuture<Boolean> waiting = multi.tryLockAsync(Long.MAX_VALUE, -1, TimeUnit.MILLISECONDS,
+                9_000_000_021L).toCompletableFuture();
+        masters.servers().get(0).awaitSubscribers("redisson_lock__channel:{pa}", 1);
+        assertFalse(a2.lock("pb").isLocked(), "pb is taken only once pa is");
+        assertFalse(waiting.isDone());
+        threads.submit(() -> b1.lock("pa").unlock()).get();
+        assertTrue(waiting.get(5, TimeUnit.SECONDS));
+        assertTrue(a2.lock("pb").isLocked());
+        multi.unlockAsync(9_000_000_021L).toCompletableFuture().get(5, TimeUnit.SECONDS);
+    }
+
     @Test
     void allOrNothingWhenOneLockIsHeldElsewhere() throws Exception {
         assertTrue(threads.submit(() -> b2.lock("stock").tryLock()).get());

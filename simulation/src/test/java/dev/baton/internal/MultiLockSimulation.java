@@ -172,8 +172,9 @@ final class MultiLockSimulation extends Simulation {
             world.note(this + " calls " + what);
             // guarantees.md: the lock waited for at the deadline may take one command timeout,
             // then the locks not yet taken get one attempt each, all at once: one more; after
-            // this owner's abandoned call, each of those two may first wait one command timeout
-            // for that call's clean-up. (A single lock: its own bound.)
+            // this owner's abandoned call (or a multi-lock call that ended without the set), each
+            // of those two may first wait one command timeout for that call's clean-up or
+            // give-backs. (A single lock: its own bound.)
             long t = COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
             long bound = waitMs < 0 ? -1 : chosen.size() == 1
                     ? boundOf(waitMs) + (followsAbandoned ? COMMAND_TIMEOUT.toNanos() : 0)
@@ -183,10 +184,12 @@ final class MultiLockSimulation extends Simulation {
             call.whenComplete((got, error) -> {
                 Throwable e = ended(what, asked, bound, error);
                 if (e != null) {
-                    followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException;
+                    // A multi-lock's next call may first wait for the give-backs this one sent.
+                    followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException || multi != null;
                     return;
                 }
                 if (!got) {
+                    followsAbandoned = multi != null;
                     world.note(this + " " + what + " not granted");
                     pause();
                     return;

@@ -25,6 +25,13 @@ final class Lease {
      */
     volatile long expiresNanos = Long.MAX_VALUE;
 
+    /**
+     * When the attempt that granted the current fixed lease was sent, on the client's clock: Redis
+     * set the lease after that, so it runs at least until this + {@link #leaseMs} (what a
+     * multi-lock checks before it reports its set held).
+     */
+    volatile long sentNanos;
+
     /** The lease, as it now stands (watchdog or {@link #leaseMs}), starts at {@code nowNanos}. */
     void leaseFrom(long nowNanos) {
         expiresNanos = watchdog ? Long.MAX_VALUE : nowNanos + TimeUnit.MILLISECONDS.toNanos(leaseMs);

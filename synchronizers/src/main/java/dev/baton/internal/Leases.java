@@ -100,8 +100,12 @@ final class Leases {
         return lease == null || ranOut(lease, scheduler.nanoTime()) ? 0 : lease.holds;
     }
 
-    /** Records a grant that leaves the owner with {@code holds} holds, renewed in the given way. */
-    Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog, LockRecipe.Renewal renewal) {
+    /**
+     * Records a grant that leaves the owner with {@code holds} holds, renewed in the given way,
+     * by an attempt sent at {@code sentNanos}.
+     */
+    Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog, LockRecipe.Renewal renewal,
+                  long sentNanos) {
         Key k = new Key(key, owner);
         lost.invalidate(k);
         long now = scheduler.nanoTime();
@@ -114,6 +118,7 @@ final class Leases {
             // grant, say): that release's answer forgets its own record, never this new hold's.
             lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, now);
             lease.leaseFrom(now);
+            lease.sentNanos = sentNanos;
             live.put(k, lease);
             if (watchdog) {
                 registry.register(lease);
@@ -122,6 +127,7 @@ final class Leases {
         }
         lease.holds = holds;
         lease.leaseMs = leaseMs;
+        lease.sentNanos = sentNanos;
         lease.releaseUnconfirmed = false;
         if (watchdog) {
             // Also after a final release that could not be confirmed stopped its renewal.
@@ -259,6 +265,11 @@ final class Leases {
     void updated(Lease lease, long leaseMs) {
         lease.leaseMs = leaseMs;
         lease.leaseFrom(scheduler.nanoTime());
+    }
+
+    /** Now on the client's clock (the one leases are measured on). */
+    long nanoTime() {
+        return scheduler.nanoTime();
     }
 
     /** How many leases this client holds now (one per lock and owner); fixed leases that ran out are not held. */

@@ -108,19 +108,19 @@ final class MultiLock implements BatonMultiLock {
         checkLease(leaseTime, unit);
         long owner = Names.threadOwner();
         long leaseNanos = Args.noLease(leaseTime, unit) ? -1 : unit.toNanos(leaseTime);
-        Blocking.join(new Sequence(owner, leaseNanos, Long.MAX_VALUE, l -> l.lockAsync(leaseTime, unit, owner)).start());
+        Blocking.join(new Sequence(owner, leaseNanos, false, 0, l -> l.lockAsync(leaseTime, unit, owner)).start());
     }
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
         long owner = Names.threadOwner();
-        await(new Sequence(owner, -1, Long.MAX_VALUE, l -> l.lockAsync(owner)));
+        await(new Sequence(owner, -1, false, 0, l -> l.lockAsync(owner)));
     }
 
     @Override
     public boolean tryLock() {
         long owner = Names.threadOwner();
-        return Blocking.join(new Sequence(owner, -1, 0, l -> l.tryLockAsync(owner)).start());
+        return Blocking.join(new Sequence(owner, -1, true, clock.nanoTime(), l -> l.tryLockAsync(owner)).start());
     }
 
     @Override
@@ -143,7 +143,7 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        Sequence sequence = new Sequence(ownerId, -1, Long.MAX_VALUE, l -> l.lockAsync(ownerId));
+        Sequence sequence = new Sequence(ownerId, -1, false, 0, l -> l.lockAsync(ownerId));
         CompletableFuture<Boolean> result = sequence.start();
         // Derived by hand so that the caller's completion of it (cancel, orTimeout, by hand)
         // reaches the sequence, and a set taken just as the caller gave up is given back.
@@ -226,8 +226,9 @@ final class MultiLock implements BatonMultiLock {
 
     /** Every lock within one wait budget; {@code leaseTime < 0} means watchdog leases. */
     private Sequence timed(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
-        long deadline = clock.nanoTime() + Args.waitNanos(waitTime, unit);
-        return new Sequence(ownerId, leaseTime < 0 ? -1 : unit.toNanos(leaseTime), deadline, l -> {
+        // Capped so that now + the wait cannot overflow (a quarter of the long range: 73 years).
+        long deadline = clock.nanoTime() + Math.min(Args.waitNanos(waitTime, unit), Long.MAX_VALUE / 4);
+        return new Sequence(ownerId, leaseTime < 0 ? -1 : unit.toNanos(leaseTime), true, deadline, l -> {
             long remaining = Math.max(0, deadline - clock.nanoTime());
             return leaseTime < 0
                     ? l.tryLockAsync(remaining, TimeUnit.NANOSECONDS, ownerId)
@@ -276,17 +277,19 @@ final class MultiLock implements BatonMultiLock {
      * abandons it: the lock acquisitions in progress are cancelled and the locks already taken
      * are given back at once.
      *
-     * <p>With a fixed lease, the set is held only if the whole sequence took less than the lease
-     * from the first lock's attempt: otherwise the first locks' leases may have run out while the
-     * last ones were taken, so the set is given back and taken again while the wait lasts (the
-     * simulation found grants of sets whose first member Redis no longer held, multi-lock seed 56).
+     * <p>With a fixed lease, the set is reported held only if every member's lease surely runs on
+     * (counted from the send of the attempt that granted it, less a drift): otherwise a member's
+     * lease may have run out while the others were taken, so the set is given back and taken
+     * again while the wait lasts (the simulation found grants of sets whose first member Redis no
+     * longer held, multi-lock seed 56). A lease shorter than taking the set takes never succeeds.
      */
     private final class Sequence {
         private final long ownerId;
         private final Step step;
         /** The fixed lease of every member, in ns; negative: watchdog leases (no validity to check). */
         private final long leaseNanos;
-        /** When the wait runs out ({@code Long.MAX_VALUE}: never). */
+        /** Whether the wait has a deadline, and when it runs out (compared by difference). */
+        private final boolean limited;
         private final long deadline;
         private final CompletableFuture<Boolean> result = new CompletableFuture<>();
         /** Completes when a sequence that did not finish has given back every lock it took. */
@@ -301,11 +304,13 @@ final class MultiLock implements BatonMultiLock {
         private boolean abandoned;
         /** Set before the sequence completes its result itself. */
         private volatile boolean ending;
-        private long firstAttemptAt;
+        /** When each member's acquisition was started (a lower bound of its lease's start). */
+        private final long[] startedAt = new long[locks.size()];
 
-        Sequence(long ownerId, long leaseNanos, long deadline, Step step) {
+        Sequence(long ownerId, long leaseNanos, boolean limited, long deadline, Step step) {
             this.ownerId = ownerId;
             this.leaseNanos = leaseNanos;
+            this.limited = limited;
             this.deadline = deadline;
             this.step = step;
             result.whenComplete((ok, e) -> {
@@ -347,29 +352,35 @@ final class MultiLock implements BatonMultiLock {
                 complete();
                 return;
             }
-            if (index == 0) {
-                firstAttemptAt = clock.nanoTime();
-            }
             List<Integer> indexes = new ArrayList<>();
-            boolean atOnce = clock.nanoTime() >= deadline;
+            boolean atOnce = waitRanOut();
             for (int i = index; i < (atOnce ? locks.size() : index + 1); i++) {
                 indexes.add(i);
             }
-            List<CompletableFuture<?>> takes = new ArrayList<>();
             synchronized (this) {
                 if (abandoned) {
                     return; // abandon() found nothing in progress and gave back what was held
                 }
-                for (int i : indexes) {
-                    CompletableFuture<?> taking;
-                    try {
-                        taking = step.take(locks.get(i)).toCompletableFuture();
-                    } catch (RuntimeException e) {
-                        taking = CompletableFuture.failedFuture(e);
-                    }
-                    takes.add(taking);
+            }
+            // Started outside the monitor: a lock's first call may open its client (a lazy view).
+            List<CompletableFuture<?>> takes = new ArrayList<>();
+            for (int i : indexes) {
+                startedAt[i] = clock.nanoTime();
+                CompletableFuture<?> taking;
+                try {
+                    taking = step.take(locks.get(i)).toCompletableFuture();
+                } catch (RuntimeException e) {
+                    taking = CompletableFuture.failedFuture(e);
                 }
+                takes.add(taking);
+            }
+            boolean stop;
+            synchronized (this) {
                 inProgress = takes;
+                stop = abandoned;
+            }
+            if (stop) {
+                takes.forEach(f -> f.cancel(false)); // abandoned while they started: their handler gives back what they got
             }
             boolean[] got = new boolean[takes.size()];
             Throwable[] error = new Throwable[1];
@@ -416,10 +427,21 @@ final class MultiLock implements BatonMultiLock {
             });
         }
 
-        /** Every lock is held: checks a fixed lease's validity, then completes the result. */
+        /** Whether the wait has run out (never, for a wait without a deadline). */
+        private boolean waitRanOut() {
+            return limited && deadline - clock.nanoTime() <= 0;
+        }
+
+        /**
+         * Every lock is held: with a fixed lease, checks that every member's lease surely runs on
+         * (from the send of the attempt that granted it, on this client's clock, less a drift of 1 %
+         * + 2 ms, as the RedLock counts), then completes the result.
+         */
         private void complete() {
-            if (leaseNanos >= 0 && clock.nanoTime() - firstAttemptAt >= leaseNanos) {
-                // The first locks' leases may have run out: give the set back, try again while the wait lasts.
+            if (leaseNanos >= 0 && !leasesRunOn()) {
+                // A member's lease may have run out while the others were taken: give the set
+                // back (sent; the next acquisitions of its members wait for the answers) and take
+                // it again while the wait lasts.
                 int held;
                 synchronized (this) {
                     held = abandoned ? 0 : taken;
@@ -428,19 +450,31 @@ final class MultiLock implements BatonMultiLock {
                 if (held == 0) {
                     return; // abandoned meanwhile: abandon() gave back what was held
                 }
-                giveBack(upTo(held)).whenComplete((ok, e) -> {
-                    if (clock.nanoTime() < deadline) {
-                        next(0);
-                    } else {
-                        finish(null);
-                    }
-                });
+                CompletableFuture<Void> back = giveBack(upTo(held));
+                if (waitRanOut()) {
+                    back.whenComplete((ok, e) -> givenBack.complete(null));
+                    finish(null);
+                } else {
+                    next(0);
+                }
                 return;
             }
             ending = true;
             if (!result.complete(true)) {
                 abandon(); // completed from outside just as the last lock came
             }
+        }
+
+        private boolean leasesRunOn() {
+            long now = clock.nanoTime();
+            long drift = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+            for (int i = 0; i < locks.size(); i++) {
+                long until = locks.get(i) instanceof RedisLock own ? own.surelyHeldUntil(ownerId) : startedAt[i] + leaseNanos;
+                if (until != Long.MAX_VALUE && until - drift - now <= 0) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         /**

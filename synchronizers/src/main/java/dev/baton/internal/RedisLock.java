@@ -322,13 +322,14 @@ class RedisLock implements BatonLock {
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             services.checkOpen();
             heldBefore = services.leases().holds(name, owner);
+            long sent = services.leases().nanoTime();
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
                 if (grant.granted() && reEntry() && grant.holds() <= heldBefore) {
                     throw reEnteredAfterLoss(grant.holds());
                 }
                 if (grant.granted()) {
                     Lease held = services.leases().granted(name, owner, grant.holds(), lease.ms(),
-                            lease.watchdog(), recipe.renewal());
+                            lease.watchdog(), recipe.renewal(), sent);
                     held.token = grant.token();
                     return AcquireEngine.Outcome.GRANTED;
                 }
@@ -412,6 +413,19 @@ class RedisLock implements BatonLock {
         CompletableFuture<Void> released = release(owner(ownerId), true);
         services.leases().releasing(name, Names.owner(services.clientId(), ownerId), released);
         return released;
+    }
+
+    /**
+     * Until when, on this client's clock, the owner's hold is surely still in Redis: from the
+     * send of the attempt that granted its fixed lease, the lease; {@code Long.MAX_VALUE} for a
+     * watchdog lease; {@code Long.MIN_VALUE} if the owner holds nothing here.
+     */
+    long surelyHeldUntil(long ownerId) {
+        Lease lease = services.leases().get(name, owner(ownerId));
+        if (lease == null || lease.holds <= 0) {
+            return Long.MIN_VALUE;
+        }
+        return lease.watchdog ? Long.MAX_VALUE : lease.sentNanos + TimeUnit.MILLISECONDS.toNanos(lease.leaseMs);
     }
 
     private CompletableFuture<Void> release(long ownerId) {
