@@ -43,17 +43,22 @@ public interface BatonRedLock {
      * {@code waitTime} (zero or less: one round). The lease is the hold's validity: a RedLock has
      * no watchdog, so Redisson's {@code -1} has no meaning here and is refused.
      *
-     * @return {@code true} if acquired with validity time left; {@code false} otherwise (then
-     *         nothing is held on any master)
+     * @return {@code true} if acquired with validity time left; {@code false} otherwise (what a
+     *         refused round took is given back on every master, sent before this returns)
      * @throws IllegalArgumentException if {@code leaseTime <= 0}
      * @throws InterruptedException     if interrupted while waiting; nothing is held then
      */
     boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
     /**
-     * Releases the current thread's hold on every master.
+     * Releases the current thread's hold on every master. Once one master confirms its release,
+     * a master that did not answer keeps nothing counted here (its hold ends with its lease).
      *
+     * @throws LeaseLostException          if it was held, but every hold's lease ran out before
+     *                                      its release landed
      * @throws IllegalMonitorStateException if the current thread holds it on no master
+     * @throws RedisUnavailableException    if no master confirmed its release; the holds are
+     *                                      kept, and calling unlock again completes them
      */
     void unlock();
 

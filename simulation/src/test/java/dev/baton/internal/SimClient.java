@@ -45,9 +45,18 @@ final class SimClient implements AutoCloseable {
 
     SimClient(SimWorld world, String id, SimWire.Faults faults, Duration commandTimeout, Duration watchdog,
               dev.baton.LeaseLostListener listener) {
+        this(world, world.server, id, id, faults, commandTimeout, watchdog, listener);
+    }
+
+    /**
+     * A client of {@code server}, with client id {@code id} (the first half of its owner ids) and
+     * {@code wire} naming its connections in the trace.
+     */
+    SimClient(SimWorld world, SimWorld.Server server, String id, String wire, SimWire.Faults faults, Duration commandTimeout,
+              Duration watchdog, dev.baton.LeaseLostListener listener) {
         this.id = id;
-        this.commands = new SimWire.Commands(world, id, faults);
-        this.pubSub = new SimWire.PubSub(world, id + "/pubsub", faults);
+        this.commands = new SimWire.Commands(world, server, wire, faults);
+        this.pubSub = new SimWire.PubSub(world, server, wire + "/pubsub", faults);
         LettuceConnections connections = new LettuceConnections(commands.connection, commands::async, pubSub.connection,
                 false, executor -> PubSubService.classic(pubSub.connection), executor -> { }, null, null, "sim");
         BatonOptions.Builder options = BatonOptions.builder().redisUri("redis://sim:6379").commandTimeout(commandTimeout)

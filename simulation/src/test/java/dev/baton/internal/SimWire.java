@@ -59,6 +59,8 @@ final class SimWire {
     /** The command connection. */
     static final class Commands implements InvocationHandler {
         private final SimWorld world;
+        /** The simulated Redis this connection talks to. */
+        private final SimWorld.Server server;
         private final String name;
         private final Faults faults;
         final StatefulRedisConnection<String, String> connection;
@@ -89,7 +91,12 @@ final class SimWire {
 
         @SuppressWarnings("unchecked")
         Commands(SimWorld world, String name, Faults faults) {
+            this(world, world.server, name, faults);
+        }
+
+        Commands(SimWorld world, SimWorld.Server server, String name, Faults faults) {
             this.world = world;
+            this.server = server;
             this.name = name;
             this.faults = faults;
             this.connection = (StatefulRedisConnection<String, String>) Proxy.newProxyInstance(
@@ -177,14 +184,14 @@ final class SimWire {
             f.arrived = true;
             Object reply;
             try {
-                reply = world.serve(f.args);
+                reply = server.serve(f.args);
             } catch (SimRedis.SimError e) {
                 reply = e;
             }
             Object answer = reply;
             world.note(name + " ran " + f.args[0] + (f.epoch != epoch ? " (its connection has dropped)" : "") + ": " + render(answer));
             if (SHOW_KEYS) {
-                world.keyspace().forEach((k, v) -> world.note("    key " + k + " = " + java.util.Arrays.deepToString(v)));
+                server.keyspace().forEach((k, v) -> world.note("    key " + k + " = " + java.util.Arrays.deepToString(v)));
             }
             if (f.epoch != epoch) {
                 return; // the reply goes nowhere
@@ -243,6 +250,8 @@ final class SimWire {
     /** The pub/sub connection. */
     static final class PubSub implements InvocationHandler {
         private final SimWorld world;
+        /** The simulated Redis this connection talks to. */
+        private final SimWorld.Server server;
         private final String name;
         private final Faults faults;
         final StatefulRedisPubSubConnection<String, String> connection;
@@ -258,7 +267,12 @@ final class SimWire {
 
         @SuppressWarnings("unchecked")
         PubSub(SimWorld world, String name, Faults faults) {
+            this(world, world.server, name, faults);
+        }
+
+        PubSub(SimWorld world, SimWorld.Server server, String name, Faults faults) {
             this.world = world;
+            this.server = server;
             this.name = name;
             this.faults = faults;
             this.connection = (StatefulRedisPubSubConnection<String, String>) Proxy.newProxyInstance(
@@ -297,12 +311,12 @@ final class SimWire {
                 case "isOpen" -> !closed;
                 case "close" -> {
                     closed = true;
-                    world.dropSubscriptions(this);
+                    server.dropSubscriptions(this);
                     yield null;
                 }
                 case "closeAsync" -> {
                     closed = true;
-                    world.dropSubscriptions(this);
+                    server.dropSubscriptions(this);
                     yield CompletableFuture.completedFuture(null);
                 }
                 case "setTimeout", "setAutoFlushCommands", "flushCommands", "reset" -> null;
@@ -342,7 +356,7 @@ final class SimWire {
                 }
                 List<Long> counts = new ArrayList<>();
                 for (String channel : names) {
-                    counts.add(subscribe ? world.subscribe(this, channel) : world.unsubscribe(this, channel));
+                    counts.add(subscribe ? server.subscribe(this, channel) : server.unsubscribe(this, channel));
                 }
                 lastIn = Math.max(lastIn, world.now() + world.micros(20, 300));
                 world.at(lastIn - world.now(), "confirm", () -> {
@@ -393,7 +407,7 @@ final class SimWire {
             }
             up = false;
             epoch++;
-            world.dropSubscriptions(this);
+            server.dropSubscriptions(this);
             world.note(name + " pub/sub connection reset");
             world.at(world.micros(1000, 1_000_000), "reconnect", () -> {
                 if (closed) {

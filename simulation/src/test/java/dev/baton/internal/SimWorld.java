@@ -33,7 +33,9 @@ final class SimWorld {
     }
 
     final Random rnd;
-    final SimRedis redis = new SimRedis();
+    /** The first simulated Redis, the one every kind but the RedLock uses. */
+    final Server server;
+    private final Map<String, Server> servers = new java.util.LinkedHashMap<>();
     private final PriorityQueue<Event> events = new PriorityQueue<>((a, b) -> a.at != b.at
             ? Long.compare(a.at, b.at) : Long.compare(a.seq, b.seq));
     private long seq;
@@ -41,8 +43,6 @@ final class SimWorld {
     private final List<String> trace = new ArrayList<>();
     private final boolean keepTrace;
     private final Map<String, String> aliases = new HashMap<>();
-    /** The server's subscriptions: channel to the connections subscribed to it, in the order they subscribed. */
-    private final Map<String, Set<SimWire.PubSub>> subscribers = new HashMap<>();
     private long steps;
     /** Set for the drain: no more stalls, resets or lost messages (what is under way goes on). */
     boolean calm;
@@ -52,7 +52,12 @@ final class SimWorld {
     SimWorld(long seed, boolean keepTrace) {
         this.rnd = new Random(seed);
         this.keepTrace = keepTrace;
-        redis.receivers(channel -> subscribers.getOrDefault(channel, Set.of()).size());
+        this.server = server("redis");
+    }
+
+    /** The simulated Redis of that name, made on first use (independent servers: a RedLock's masters). */
+    Server server(String name) {
+        return servers.computeIfAbsent(name, Server::new);
     }
 
     /** Virtual now, in nanoseconds from the start of the run. */
@@ -96,53 +101,76 @@ final class SimWorld {
         return rnd.nextDouble() < p;
     }
 
-    /** Runs one command on the simulated Redis at virtual now; publishes what it published. */
+    /** Runs one command on the first simulated Redis at virtual now; publishes what it published. */
     Object serve(String[] args) {
-        redis.setMicros(EPOCH_MS * 1000 + now / 1000);
-        try {
-            return redis.command(args);
-        } finally {
-            for (SimRedis.Published p : redis.takePublished()) {
-                note("publish " + p.channel() + " " + p.message());
-                for (SimWire.PubSub s : List.copyOf(subscribers.getOrDefault(p.channel(), Set.of()))) {
-                    s.deliver(p.channel(), p.message());
+        return server.serve(args);
+    }
+
+    /** The first simulated Redis's keys as they are at virtual now (expired ones gone). */
+    Map<String, Object[]> keyspace() {
+        return server.keyspace();
+    }
+
+    /** One simulated Redis server: its keyspace and scripts, and its subscriptions. */
+    final class Server {
+        final String name;
+        final SimRedis redis = new SimRedis();
+        /** The server's subscriptions: channel to the connections subscribed to it, in the order they subscribed. */
+        private final Map<String, Set<SimWire.PubSub>> subscribers = new HashMap<>();
+
+        Server(String name) {
+            this.name = name;
+            redis.receivers(channel -> subscribers.getOrDefault(channel, Set.of()).size());
+        }
+
+        /** Runs one command at virtual now; publishes what it published. */
+        Object serve(String[] args) {
+            redis.setMicros(EPOCH_MS * 1000 + now / 1000);
+            try {
+                return redis.command(args);
+            } finally {
+                for (SimRedis.Published p : redis.takePublished()) {
+                    note("publish " + p.channel() + " " + p.message());
+                    for (SimWire.PubSub s : List.copyOf(subscribers.getOrDefault(p.channel(), Set.of()))) {
+                        s.deliver(p.channel(), p.message());
+                    }
                 }
             }
         }
-    }
 
-    /** The simulated Redis's keys as they are at virtual now (expired ones gone). */
-    Map<String, Object[]> keyspace() {
-        redis.setMicros(EPOCH_MS * 1000 + now / 1000);
-        return redis.dump();
-    }
-
-    /** The server side of SUBSCRIBE; the number of channels the connection is subscribed to after it. */
-    long subscribe(SimWire.PubSub connection, String channel) {
-        subscribers.computeIfAbsent(channel, c -> new LinkedHashSet<>()).add(connection);
-        return channelsOf(connection);
-    }
-
-    /** The server side of UNSUBSCRIBE. */
-    long unsubscribe(SimWire.PubSub connection, String channel) {
-        Set<SimWire.PubSub> on = subscribers.get(channel);
-        if (on != null) {
-            on.remove(connection);
-            if (on.isEmpty()) {
-                subscribers.remove(channel);
-            }
+        /** The keys as they are at virtual now (expired ones gone). */
+        Map<String, Object[]> keyspace() {
+            redis.setMicros(EPOCH_MS * 1000 + now / 1000);
+            return redis.dump();
         }
-        return channelsOf(connection);
-    }
 
-    /** The server forgets a dropped connection's subscriptions. */
-    void dropSubscriptions(SimWire.PubSub connection) {
-        subscribers.values().forEach(on -> on.remove(connection));
-        subscribers.values().removeIf(Set::isEmpty);
-    }
+        /** The server side of SUBSCRIBE; the number of channels the connection is subscribed to after it. */
+        long subscribe(SimWire.PubSub connection, String channel) {
+            subscribers.computeIfAbsent(channel, c -> new LinkedHashSet<>()).add(connection);
+            return channelsOf(connection);
+        }
 
-    private long channelsOf(SimWire.PubSub connection) {
-        return subscribers.values().stream().filter(on -> on.contains(connection)).count();
+        /** The server side of UNSUBSCRIBE. */
+        long unsubscribe(SimWire.PubSub connection, String channel) {
+            Set<SimWire.PubSub> on = subscribers.get(channel);
+            if (on != null) {
+                on.remove(connection);
+                if (on.isEmpty()) {
+                    subscribers.remove(channel);
+                }
+            }
+            return channelsOf(connection);
+        }
+
+        /** The server forgets a dropped connection's subscriptions. */
+        void dropSubscriptions(SimWire.PubSub connection) {
+            subscribers.values().forEach(on -> on.remove(connection));
+            subscribers.values().removeIf(Set::isEmpty);
+        }
+
+        private long channelsOf(SimWire.PubSub connection) {
+            return subscribers.values().stream().filter(on -> on.contains(connection)).count();
+        }
     }
 
     /** Adds a line to the trace: virtual time in µs, then {@code what} with random ids named by first appearance. */

@@ -109,6 +109,8 @@ abstract class Simulation {
     final List<String> violations = new ArrayList<>();
     final Map<String, Long> reportedLost = new HashMap<>();
     final List<SimClient> clients = new ArrayList<>();
+    /** The faults every connection of this run has, as the seed chose them. */
+    final SimWire.Faults faults;
     long grants;
     long operations;
     private final long runNanos;
@@ -122,7 +124,7 @@ abstract class Simulation {
         this.seed = seed;
         this.world = new SimWorld(seed, trace);
         this.runNanos = run.toNanos();
-        SimWire.Faults faults = switch (world.rnd.nextInt(4)) {
+        faults = switch (world.rnd.nextInt(4)) {
             case 0 -> SimWire.Faults.NONE;
             case 1 -> new SimWire.Faults(0.01, 30_000, 0, 0.01);
             case 2 -> new SimWire.Faults(0.002, LONGEST_STALL.toNanos() / 1000, 0, 0);
@@ -130,11 +132,16 @@ abstract class Simulation {
         };
         world.note(kind + " seed " + seed + " faults " + faults);
         for (String id : List.of("a", "b")) {
-            clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, WATCHDOG, (name, owner, reason) -> {
-                world.note("lease lost reported: " + owner + ": " + reason);
-                reportedLost.put(owner, world.now());
-            }));
+            clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, WATCHDOG, lossListener()));
         }
+    }
+
+    /** What every client reports a lost lease to: the trace, and the time of the owner's last report. */
+    dev.baton.LeaseLostListener lossListener() {
+        return (name, owner, reason) -> {
+            world.note("lease lost reported: " + owner + ": " + reason);
+            reportedLost.put(owner, world.now());
+        };
     }
 
     /** The actors, made once the clients exist. */

@@ -31,7 +31,7 @@ class SimulationTest {
 
     /** Every kind simulated. */
     static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore",
-            "expirableSemaphore", "latch", "multiLock");
+            "expirableSemaphore", "latch", "multiLock", "redLock");
 
     static List<String> kinds() {
         return KINDS;
@@ -43,6 +43,7 @@ class SimulationTest {
             case "expirableSemaphore" -> new ExpirableSemaphoreSimulation(seed, trace, RUN);
             case "latch" -> new LatchSimulation(seed, trace, RUN);
             case "multiLock" -> new MultiLockSimulation(seed, trace, RUN);
+            case "redLock" -> new RedLockSimulation(seed, trace, RUN);
             default -> new LockSimulation(kind, seed, trace, RUN);
         };
     }

@@ -46,6 +46,9 @@ final class RedLock implements BatonRedLock {
     private final AcquireEngine engine;
     private final Scheduler scheduler;
     private final Map<Long, Long> validUntilNanos = new ConcurrentHashMap<>();
+    private final java.util.function.LongBinaryOperator random;
+    /** Each owner's acquisitions that have not settled yet, in the order they started (changed only in the map's compute). */
+    private final Map<Long, List<AcquireEngine.Acquisition>> lines = new ConcurrentHashMap<>();
 
     /**
      * @param nodes  the lock of this name on each master (the entry point checked the masters
@@ -53,6 +56,13 @@ final class RedLock implements BatonRedLock {
      * @param engine an engine without a pub/sub service: RedLock waits are told of nothing
      */
     RedLock(String name, List<BatonLock> nodes, Duration nodeTimeout, AcquireEngine engine, Scheduler scheduler) {
+        this(name, nodes, nodeTimeout, engine, scheduler, (from, to) -> ThreadLocalRandom.current().nextLong(from, to));
+    }
+
+    /** As above, with the source of the random pause between rounds ({@code from} inclusive, {@code to} exclusive). */
+    RedLock(String name, List<BatonLock> nodes, Duration nodeTimeout, AcquireEngine engine, Scheduler scheduler,
+            java.util.function.LongBinaryOperator random) {
+        this.random = random;
         this.name = name;
         this.nodes = List.copyOf(nodes);
         this.nodeTimeoutNanos = nodeTimeout.toNanos();
@@ -97,8 +107,43 @@ final class RedLock implements BatonRedLock {
         return start(waitNanos, leaseMs, ownerId).result();
     }
 
+    /**
+     * Starts an acquisition. An owner's acquisitions of this RedLock take turns, as a lock's do
+     * (Leases.acquiring): each master's hold is counted by owner, so an acquisition that overlaps
+     * an earlier one of the same owner would re-enter the holds that one still has, and its
+     * give-back would then take the new acquisition's. One given up (cancelled, timed out by its
+     * caller) is stopped and waited for until its give-back is sent (at most a node timeout); one
+     * still running is waited for as a turn (this one ends without asking if its wait ends first).
+     */
     private AcquireEngine.Acquisition start(long waitNanos, long leaseMs, long ownerId) {
-        return engine.acquire(new Round(leaseMs, ownerId), null, WakeRule.ONE, waitNanos);
+        AcquireEngine.Acquisition acquisition = engine.prepare(new Round(leaseMs, ownerId), null, WakeRule.ONE, waitNanos);
+        List<AcquireEngine.Acquisition> givenUp = new ArrayList<>();
+        List<CompletableFuture<Void>> running = new ArrayList<>();
+        lines.compute(ownerId, (k, line) -> {
+            List<AcquireEngine.Acquisition> l = line == null ? new ArrayList<>() : line;
+            l.removeIf(a -> a.settled().isDone());
+            for (AcquireEngine.Acquisition earlier : l) {
+                if (earlier.givenUp()) {
+                    givenUp.add(earlier);
+                } else if (!earlier.grantDelivered()) {
+                    running.add(earlier.settled());
+                }
+            }
+            l.add(acquisition);
+            return l;
+        });
+        List<CompletableFuture<Void>> cleanUps = new ArrayList<>();
+        for (AcquireEngine.Acquisition earlier : givenUp) {
+            earlier.cancel();
+            cleanUps.add(earlier.settled());
+        }
+        acquisition.settled().whenComplete((ok, e) -> lines.computeIfPresent(ownerId, (k, l) -> {
+            l.remove(acquisition);
+            return l.isEmpty() ? null : l;
+        }));
+        acquisition.start(cleanUps.isEmpty() ? null : CompletableFuture.allOf(cleanUps.toArray(CompletableFuture[]::new)),
+                running.isEmpty() ? null : CompletableFuture.allOf(running.toArray(CompletableFuture[]::new)));
+        return acquisition;
     }
 
     /** One round: every master asked at once; granted with a majority and validity left. */
@@ -133,8 +178,12 @@ final class RedLock implements BatonRedLock {
                     validUntilNanos.put(ownerId, validUntil);
                     return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
                 }
-                long pauseMs = ThreadLocalRandom.current().nextLong(MIN_PAUSE_MS, MAX_PAUSE_MS);
-                return releaseEverywhere(ownerId).thenApply(released -> new AcquireEngine.Outcome(false, pauseMs));
+                long pauseMs = random.applyAsLong(MIN_PAUSE_MS, MAX_PAUSE_MS);
+                // Sent, not awaited: the next round's ask on each master waits for that master's
+                // give-back to be answered (Leases.releasing), and this round ends within the
+                // node timeout.
+                releaseEverywhere(ownerId);
+                return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false, pauseMs));
             });
         }
 
@@ -164,12 +213,18 @@ final class RedLock implements BatonRedLock {
         }
     }
 
-    /** Releases the owner's hold on every master that has one; completes with how many had. */
+    /**
+     * Gives back the owner's hold on every master that has one, holds its caller never had (a
+     * refused or abandoned round): as clean-ups, so one a master does not confirm is not kept
+     * (it ends with its lease); completes with how many had one.
+     */
     private CompletableFuture<Integer> releaseEverywhere(long ownerId) {
         validUntilNanos.remove(ownerId);
         List<CompletableFuture<Boolean>> releases = new ArrayList<>();
         for (BatonLock node : nodes) {
-            releases.add(node.unlockAsync(ownerId).toCompletableFuture().handle((ok, e) -> e == null));
+            CompletableFuture<Void> release = node instanceof RedisLock own ? own.giveBackAsync(ownerId)
+                    : node.unlockAsync(ownerId).toCompletableFuture();
+            releases.add(release.handle((ok, e) -> e == null));
         }
         return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new))
                 .thenApply(all -> (int) releases.stream().filter(CompletableFuture::join).count());
@@ -187,6 +242,13 @@ final class RedLock implements BatonRedLock {
             long released = releases.stream()
                     .filter(r -> r.join() == null || r.join() instanceof dev.baton.DoNotRetryException).count();
             if (released > 0) {
+                // Released: nobody will call unlock again, so a master whose release was not
+                // confirmed does not keep its hold counted here (it ends with its lease).
+                for (int i = 0; i < nodes.size(); i++) {
+                    if (nodes.get(i) instanceof RedisLock own && Failures.isConnectionFailure(releases.get(i).join())) {
+                        own.forgetUnconfirmed(ownerId);
+                    }
+                }
                 return null;
             }
             // Nothing released: either held nowhere, or every master that holds it did not
@@ -197,6 +259,13 @@ final class RedLock implements BatonRedLock {
                 throw new dev.baton.RedisUnavailableException("unlock of RedLock '" + name + "' by owner " + ownerId
                         + " was confirmed by no master: " + unreachable.getMessage()
                         + "; the holds are kept, and calling unlock again completes them", unreachable);
+            }
+            // Held, but every hold's lease ran out before its release landed: lost, not never held.
+            Throwable lost = releases.stream().map(CompletableFuture::join)
+                    .filter(e -> e instanceof dev.baton.LeaseLostException).findFirst().orElse(null);
+            if (lost != null) {
+                throw new dev.baton.LeaseLostException(name, "RedLock '" + name + "' held by owner " + ownerId
+                        + " was lost before unlock: " + lost.getMessage());
             }
             throw new IllegalMonitorStateException("RedLock '" + name + "' is not held by owner " + ownerId);
         });

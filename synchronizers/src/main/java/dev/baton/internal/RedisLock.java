@@ -428,6 +428,18 @@ class RedisLock implements BatonLock {
         return lease.watchdog ? Long.MAX_VALUE : lease.sentNanos + TimeUnit.MILLISECONDS.toNanos(lease.leaseMs);
     }
 
+    /**
+     * Forgets the owner's hold whose last release Redis did not confirm (kept so that the owner
+     * can call unlock again), once nobody will: a RedLock unlock that other masters confirmed.
+     * Its renewal has stopped, so it ends in Redis with its lease.
+     */
+    void forgetUnconfirmed(long ownerId) {
+        Lease lease = services.leases().get(name, owner(ownerId));
+        if (lease != null && lease.releaseUnconfirmed) {
+            services.leases().remove(lease);
+        }
+    }
+
     private CompletableFuture<Void> release(long ownerId) {
         services.checkOpen();
         CompletableFuture<Void> released = release(owner(ownerId), false);
