@@ -14,8 +14,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * Every lock kind and the semaphore in the deterministic simulation, seed after seed (see
- * {@link LockSimulation}, {@link SemaphoreSimulation}).
+ * Every synchronizer in the deterministic simulation, seed after seed (see {@link LockSimulation},
+ * {@link SemaphoreSimulation}, {@link ExpirableSemaphoreSimulation}, {@link LatchSimulation},
+ * {@link MultiLockSimulation}, {@link RedLockSimulation}).
  *
  * <ul>
  *   <li>{@code -Dbaton.sim.seeds=N}: seeds per kind (from {@code -Dbaton.sim.first}, 1 by default);
@@ -107,17 +108,17 @@ class SimulationTest {
     }
 
     /**
-     * The CI profile: 2,000 seeds of each kind (10,000 in all). The simulated Redis is the same
-     * whatever server a CI lane runs, so a lane with another server (-Dbaton.redis.binary) runs
-     * 100 of each and says so.
+     * The CI profile: 1,250 seeds of each of the nine kinds (11,250 in all). The simulated Redis
+     * is the same whatever server a CI lane runs, so a lane with another server
+     * (-Dbaton.redis.binary) runs 100 of each and says so.
      */
     static int seedsForThisLane() {
         String server = System.getProperty("baton.redis.binary", "");
         if (server.isBlank()) {
-            return 2_000;
+            return 1_250;
         }
         System.out.println("[sim] 100 seeds of each kind in this lane (-Dbaton.redis.binary=" + server + "): the simulation"
-                + " does not use that server; the lane without it runs 2,000 of each");
+                + " does not use that server; the lane without it runs 1,250 of each");
         return 100;
     }
 
