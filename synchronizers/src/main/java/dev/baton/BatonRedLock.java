@@ -41,7 +41,10 @@ public interface BatonRedLock {
     /**
      * Acquires on a majority of masters for {@code leaseTime}, trying for at most
      * {@code waitTime} (zero or less: one round). The lease is the hold's validity: a RedLock has
-     * no watchdog, so Redisson's {@code -1} has no meaning here and is refused.
+     * no watchdog, so Redisson's {@code -1} has no meaning here and is refused. Taken again by its
+     * holder (a re-entry), every master's lease becomes {@code leaseTime} (a lock keeps one
+     * expiry): the hold's {@link #validityMillis()} drops to the new lease's as the call starts if
+     * that is shorter, and is never lengthened by a re-entry that fails.
      *
      * @return {@code true} if acquired with validity time left; {@code false} otherwise (what a
      *         refused round took is given back on every master, sent before this returns)

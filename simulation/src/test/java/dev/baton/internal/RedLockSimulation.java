@@ -24,6 +24,9 @@ import java.util.concurrent.TimeoutException;
  * (RedLock's promise: a holder counts on the lock until the validity it was told); an unlock
  * within the validity finds the lock held; every timed call ends within its bound; after the run
  * and a drain, every call has ended, nothing is held on any master, and no client counts a lease.
+ * Now and then a call builds a new RedLock object over new lock objects, as code that calls
+ * {@code Baton.redLock(...)} per use does, and a holder re-enters its RedLock (a refused re-entry
+ * must leave the outer hold on a majority).
  */
 final class RedLockSimulation extends Simulation {
 
@@ -48,14 +51,19 @@ final class RedLockSimulation extends Simulation {
                 perMaster.add(c);
             }
             apps.add(perMaster);
-            List<BatonLock> nodes = new ArrayList<>();
-            perMaster.forEach(c -> nodes.add(c.runtime.lock(NAME)));
-            RedLock redLock = new RedLock(NAME, nodes, NODE_TIMEOUT, new AcquireEngine(null, base.clock, Observer.NONE),
-                    base.clock, (from, to) -> from + (long) (world.rnd.nextDouble() * (to - from)));
+            RedLock redLock = redLock(perMaster);
             for (int i = 1; i <= 3; i++) {
-                owners.add(new Owner(base.id, redLock, i));
+                owners.add(new Owner(base.id, perMaster, redLock, i));
             }
         }
+    }
+
+    /** A RedLock over new lock objects of these clients, its pauses drawn from the seed. */
+    RedLock redLock(List<SimClient> perMaster) {
+        List<BatonLock> nodes = new ArrayList<>();
+        perMaster.forEach(c -> nodes.add(c.runtime.lock(NAME)));
+        return new RedLock(NAME, nodes, NODE_TIMEOUT, new AcquireEngine(null, perMaster.get(0).clock, Observer.NONE),
+                perMaster.get(0).clock, (from, to) -> from + (long) (world.rnd.nextDouble() * (to - from)));
     }
 
     @Override
@@ -102,15 +110,21 @@ final class RedLockSimulation extends Simulation {
     /** One async owner of one application: one operation at a time. */
     final class Owner extends BaseActor {
         final String app;
-        final RedLock redLock;
+        final List<SimClient> perMaster;
+        final RedLock shared;
+        /** The RedLock object of the current operation: the application's, or one made for it. */
+        RedLock redLock;
         final long ownerId;
+        int holds;
         /** While holding: when its validity ends (virtual ns), and whether its unlock was called. */
         long validUntil = -1;
         boolean releasing;
 
-        Owner(String app, RedLock redLock, int index) {
+        Owner(String app, List<SimClient> perMaster, RedLock shared, int index) {
             this.app = app;
-            this.redLock = redLock;
+            this.perMaster = perMaster;
+            this.shared = shared;
+            this.redLock = shared;
             this.ownerId = 7_000_000_000L + index;
         }
 
@@ -129,6 +143,7 @@ final class RedLockSimulation extends Simulation {
                 return;
             }
             operations++;
+            redLock = world.rnd.nextInt(4) == 0 ? redLock(perMaster) : shared;
             long lease = 100 + world.rnd.nextInt(900);
             int op = world.rnd.nextInt(6);
             switch (op) {
@@ -185,6 +200,7 @@ final class RedLockSimulation extends Simulation {
             }
             validUntil = world.now() + TimeUnit.MILLISECONDS.toNanos(validity);
             releasing = false;
+            holds = 1;
             for (Owner other : owners) {
                 if (other != this && other.validUntil > world.now() && !other.releasing) {
                     violation(this + " was granted by " + how + " while " + other + " is inside its validity for "
@@ -193,7 +209,49 @@ final class RedLockSimulation extends Simulation {
                 }
             }
             doing = "holding (" + how + ")";
-            world.at(world.micros(0, 3_000), "hold", this::release);
+            world.at(world.micros(0, 3_000), "hold", world.rnd.nextInt(4) == 0 ? this::reenter : this::release);
+        }
+
+        /** While holding, takes the RedLock again (a re-entry); a refusal must leave the outer hold in place. */
+        void reenter() {
+            long wait = world.rnd.nextInt(3) == 0 ? 0 : world.rnd.nextInt(30);
+            long lease = 100 + world.rnd.nextInt(900);
+            String how = "tryLockAsync(" + wait + " ms, lease " + lease + " ms), re-entered";
+            doing = how;
+            world.note(this + " calls " + how);
+            long asked = world.now();
+            CompletionStage<Boolean> call = redLock.tryLockAsync(wait, lease, TimeUnit.MILLISECONDS, ownerId);
+            // A re-entry with a shorter lease shortens the outer hold at once (one expiry per
+            // lock): the RedLock's validity says so from the start of the call.
+            validUntil = Math.min(validUntil, world.now() + TimeUnit.MILLISECONDS.toNanos(redLock.validityMillis(ownerId)));
+            call.whenComplete((got, error) -> {
+                checkBound(how, asked, boundOf(wait));
+                Throwable e = unwrap(error);
+                if (e != null && !(e instanceof RedisUnavailableException)) {
+                    violation(this + ": " + how + " threw " + e);
+                    return;
+                }
+                if (e == null && got) {
+                    holds = 2;
+                    long validity = redLock.validityMillis(ownerId);
+                    validUntil = world.now() + TimeUnit.MILLISECONDS.toNanos(validity);
+                    world.note(this + " re-entered (valid " + validity + " ms)");
+                } else {
+                    world.note(this + " " + how + " " + (e == null ? "not granted" : "ended: " + e));
+                    // A re-entry that touched some masters with a shorter lease cuts the outer
+                    // hold's validity (one expiry per lock): the RedLock says by how much.
+                    validUntil = Math.min(validUntil, world.now() + TimeUnit.MILLISECONDS.toNanos(redLock.validityMillis(ownerId)));
+                    int holding = mastersHolding(field());
+                    // The refused round gave back what it took, not the outer hold (whose validity
+                    // this RedLock object may have forgotten: the sim keeps its own).
+                    if (world.now() < validUntil && holding < QUORUM) {
+                        violation(this + ": a refused re-entry left the outer hold on " + holding + " of " + MASTERS
+                                + " masters, inside its validity");
+                        return;
+                    }
+                }
+                world.at(world.micros(0, 2_000), "hold", this::release);
+            });
         }
 
         void release() {
@@ -217,6 +275,11 @@ final class RedLockSimulation extends Simulation {
                     violation(this + ": unlock within the validity found the lock held nowhere: " + e);
                 } else if (e != null && !(e instanceof IllegalMonitorStateException) && !(e instanceof dev.baton.LeaseLostException)) {
                     violation(this + ": unlock threw " + e);
+                }
+                holds--;
+                if (holds > 0) {
+                    release();
+                    return;
                 }
                 validUntil = -1;
                 releasing = false;

@@ -47,8 +47,8 @@ final class RedLock implements BatonRedLock {
     private final Scheduler scheduler;
     private final Map<Long, Long> validUntilNanos = new ConcurrentHashMap<>();
     private final java.util.function.LongBinaryOperator random;
-    /** Each owner's acquisitions that have not settled yet, in the order they started (changed only in the map's compute). */
-    private final Map<Long, List<AcquireEngine.Acquisition>> lines = new ConcurrentHashMap<>();
+    /** Where an owner's acquisitions of this name take turns: the first master's client's lease table. */
+    private final Leases lines;
 
     /**
      * @param nodes  the lock of this name on each master (the entry point checked the masters
@@ -63,6 +63,7 @@ final class RedLock implements BatonRedLock {
     RedLock(String name, List<BatonLock> nodes, Duration nodeTimeout, AcquireEngine engine, Scheduler scheduler,
             java.util.function.LongBinaryOperator random) {
         this.random = random;
+        this.lines = nodes.get(0) instanceof RedisLock own ? own.leaseTable() : new Leases(scheduler, null);
         this.name = name;
         this.nodes = List.copyOf(nodes);
         this.nodeTimeoutNanos = nodeTimeout.toNanos();
@@ -108,48 +109,33 @@ final class RedLock implements BatonRedLock {
     }
 
     /**
-     * Starts an acquisition. An owner's acquisitions of this RedLock take turns, as a lock's do
+     * Starts an acquisition. An owner's acquisitions of a RedLock take turns, as a lock's do
      * (Leases.acquiring): each master's hold is counted by owner, so an acquisition that overlaps
      * an earlier one of the same owner would re-enter the holds that one still has, and its
      * give-back would then take the new acquisition's. One given up (cancelled, timed out by its
      * caller) is stopped and waited for until its give-back is sent (at most a node timeout); one
      * still running is waited for as a turn (this one ends without asking if its wait ends first).
+     * The line is the first master's client's, keyed by the RedLock's name, so every RedLock
+     * object over that client and name shares it (Baton.redLock makes a new object per call); a
+     * first master given as a view Baton cannot reach through (a Spring lazy view) has a line per
+     * object.
      */
     private AcquireEngine.Acquisition start(long waitNanos, long leaseMs, long ownerId) {
-        AcquireEngine.Acquisition acquisition = engine.prepare(new Round(leaseMs, ownerId), null, WakeRule.ONE, waitNanos);
-        List<AcquireEngine.Acquisition> givenUp = new ArrayList<>();
-        List<CompletableFuture<Void>> running = new ArrayList<>();
-        lines.compute(ownerId, (k, line) -> {
-            List<AcquireEngine.Acquisition> l = line == null ? new ArrayList<>() : line;
-            l.removeIf(a -> a.settled().isDone());
-            for (AcquireEngine.Acquisition earlier : l) {
-                if (earlier.givenUp()) {
-                    givenUp.add(earlier);
-                } else if (!earlier.grantDelivered()) {
-                    running.add(earlier.settled());
-                }
-            }
-            l.add(acquisition);
-            return l;
-        });
-        List<CompletableFuture<Void>> cleanUps = new ArrayList<>();
-        for (AcquireEngine.Acquisition earlier : givenUp) {
-            earlier.cancel();
-            cleanUps.add(earlier.settled());
-        }
-        acquisition.settled().whenComplete((ok, e) -> lines.computeIfPresent(ownerId, (k, l) -> {
-            l.remove(acquisition);
-            return l.isEmpty() ? null : l;
-        }));
-        acquisition.start(cleanUps.isEmpty() ? null : CompletableFuture.allOf(cleanUps.toArray(CompletableFuture[]::new)),
-                running.isEmpty() ? null : CompletableFuture.allOf(running.toArray(CompletableFuture[]::new)));
-        return acquisition;
+        java.util.function.Supplier<AcquireEngine.Acquisition> prepare =
+                () -> engine.prepare(new Round(leaseMs, ownerId), null, WakeRule.ONE, waitNanos);
+        return lines.acquiring("redlock\u0000" + name, Long.toString(ownerId), prepare);
     }
 
     /** One round: every master asked at once; granted with a majority and validity left. */
     private final class Round implements AcquireEngine.Attempt {
         private final long leaseMs;
         private final long ownerId;
+        /** The masters that granted this round's latest attempt: what its give-back releases. */
+        private volatile List<BatonLock> granted = List.of();
+        /** The owner's validity when the latest attempt began (a re-entry's outer hold), or null. */
+        private volatile Long outer;
+        /** Until when the latest attempt's leases are valid (start + lease - drift). */
+        private volatile long attemptValidUntil;
 
         Round(long leaseMs, long ownerId) {
             this.leaseMs = leaseMs;
@@ -159,42 +145,64 @@ final class RedLock implements BatonRedLock {
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             long start = scheduler.nanoTime();
+            granted = List.of();
+            outer = validUntilNanos.get(ownerId);
+            attemptValidUntil = start + TimeUnit.MILLISECONDS.toNanos(leaseMs) - TimeUnit.MILLISECONDS.toNanos(leaseMs / 100 + 2);
+            // A re-entry: a lock keeps one expiry (Redisson's layout), so each master that grants
+            // it keeps the outer hold only for this lease. The owner's validity is cut to it now,
+            // before any master is asked, never lengthened.
+            if (outer != null) {
+                validUntilNanos.computeIfPresent(ownerId, (k, v) -> Math.min(v, attemptValidUntil));
+            }
             List<CompletableFuture<Boolean>> asks = new ArrayList<>();
             for (BatonLock node : nodes) {
                 CompletableFuture<Boolean> ask = node.tryLockAsync(0, leaseMs, TimeUnit.MILLISECONDS, ownerId)
                         .toCompletableFuture();
                 Scheduler.Cancellable timeout = scheduler.schedule(() -> ask.cancel(false), nodeTimeoutNanos,
                         TimeUnit.NANOSECONDS);
-                asks.add(ask.handle((granted, e) -> {
+                asks.add(ask.handle((got, e) -> {
                     timeout.cancel();
-                    return e == null && granted;
+                    return e == null && got;
                 }));
             }
             return CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).thenCompose(all -> {
-                long granted = asks.stream().filter(CompletableFuture::join).count();
+                List<BatonLock> got = new ArrayList<>();
+                for (int i = 0; i < nodes.size(); i++) {
+                    if (asks.get(i).join()) {
+                        got.add(nodes.get(i));
+                    }
+                }
+                granted = List.copyOf(got);
                 long drift = TimeUnit.MILLISECONDS.toNanos(leaseMs / 100 + 2);
                 long validUntil = start + TimeUnit.MILLISECONDS.toNanos(leaseMs) - drift;
-                if (granted >= quorum && validUntil > scheduler.nanoTime()) {
+                if (got.size() >= quorum && validUntil > scheduler.nanoTime()) {
                     validUntilNanos.put(ownerId, validUntil);
                     return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
                 }
                 long pauseMs = random.applyAsLong(MIN_PAUSE_MS, MAX_PAUSE_MS);
-                // Sent, not awaited: the next round's ask on each master waits for that master's
-                // give-back to be answered (Leases.releasing), and this round ends within the
-                // node timeout.
-                releaseEverywhere(ownerId);
+                // Only what this round got (a master whose ask was cancelled at the node timeout
+                // gives a late grant back itself), so an owner that already held the RedLock
+                // keeps its holds. Sent, not awaited: the next round's ask on each master waits
+                // for that master's give-back to be answered (Leases.releasing), and this round
+                // ends within the node timeout.
+                giveBack(got, ownerId);
                 return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false, pauseMs));
             });
         }
 
         @Override
         public CompletableFuture<?> abandonUnknown() {
-            return releaseEverywhere(ownerId);
+            return giveBack(granted, ownerId);
         }
 
         @Override
         public CompletableFuture<?> releaseGranted() {
-            return releaseEverywhere(ownerId);
+            if (outer == null) {
+                validUntilNanos.remove(ownerId); // the grant nobody took
+            } else {
+                validUntilNanos.put(ownerId, Math.min(outer, attemptValidUntil)); // the outer hold, cut as above
+            }
+            return giveBack(granted, ownerId);
         }
 
         @Override
@@ -214,20 +222,22 @@ final class RedLock implements BatonRedLock {
     }
 
     /**
-     * Gives back the owner's hold on every master that has one, holds its caller never had (a
-     * refused or abandoned round): as clean-ups, so one a master does not confirm is not kept
-     * (it ends with its lease); completes with how many had one.
+     * Gives back the owner's hold on {@code granted}, holds its caller never had (a refused or
+     * abandoned round): as clean-ups, so one a master does not confirm is not kept (it ends with
+     * its lease).
      */
-    private CompletableFuture<Integer> releaseEverywhere(long ownerId) {
-        validUntilNanos.remove(ownerId);
-        List<CompletableFuture<Boolean>> releases = new ArrayList<>();
-        for (BatonLock node : nodes) {
-            CompletableFuture<Void> release = node instanceof RedisLock own ? own.giveBackAsync(ownerId)
-                    : node.unlockAsync(ownerId).toCompletableFuture();
-            releases.add(release.handle((ok, e) -> e == null));
+    private static CompletableFuture<Void> giveBack(List<BatonLock> granted, long ownerId) {
+        List<CompletableFuture<?>> releases = new ArrayList<>();
+        for (BatonLock node : granted) {
+            CompletableFuture<Void> release;
+            try {
+                release = node instanceof RedisLock own ? own.giveBackAsync(ownerId) : node.unlockAsync(ownerId).toCompletableFuture();
+            } catch (RuntimeException e) {
+                release = CompletableFuture.failedFuture(e); // its client closed: the hold ends with its lease
+            }
+            releases.add(release.handle((ok, e) -> null));
         }
-        return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new))
-                .thenApply(all -> (int) releases.stream().filter(CompletableFuture::join).count());
+        return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new));
     }
 
     @Override

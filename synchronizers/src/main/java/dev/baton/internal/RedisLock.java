@@ -428,6 +428,11 @@ class RedisLock implements BatonLock {
         return lease.watchdog ? Long.MAX_VALUE : lease.sentNanos + TimeUnit.MILLISECONDS.toNanos(lease.leaseMs);
     }
 
+    /** This lock's client's lease table (where a RedLock over it lets an owner's acquisitions take turns). */
+    Leases leaseTable() {
+        return services.leases();
+    }
+
     /**
      * Forgets the owner's hold whose last release Redis did not confirm (kept so that the owner
      * can call unlock again), once nobody will: a RedLock unlock that other masters confirmed.
