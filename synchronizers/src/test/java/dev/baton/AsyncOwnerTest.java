@@ -148,4 +148,34 @@ class AsyncOwnerTest extends TwoClientsTest {
         lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
         assertFalse(lock.isLocked());
     }
+
+    /**
+     * Holds Redis keeps for an owner beyond its own calls (a late copy of an earlier acquisition
+     * of the owner's, re-entering a later hold: the Redisson layout counts holds by owner only)
+     * are nobody's: the owner's final unlock gives them back too, so the lock is free when it
+     * returns. Before, the unlock left them, and the watchdog renewed them for ever (the
+     * simulation's million-seed run found it, lock seed 103548).
+     */
+    @Test
+    void strayHoldsOfAnOwnerAreGivenBackByItsFinalUnlock() throws Exception {
+        BatonLock lock = a.lock("stray-holds");
+        long owner = Baton.newOwnerId();
+        String field = a.clientId() + ":" + owner;
+        // A stray hold that lands during the hold.
+        lock.lockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        redis.command("HINCRBY", "stray-holds", field, "1");
+        lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertEquals(0L, redis.command("EXISTS", "stray-holds"), "free once the final unlock returned");
+        assertEquals(0, a.leasesHeld());
+        // Stray holds already there when the owner takes the lock (re-entered by its first acquire).
+        redis.command("HSET", "stray-holds", field, "2");
+        redis.command("PEXPIRE", "stray-holds", "30000");
+        lock.lockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        lock.lockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertTrue(lock.isLocked(), "the owner's first hold is still held");
+        lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertEquals(0L, redis.command("EXISTS", "stray-holds"), "free once the owner's two unlocks returned");
+        assertEquals(0, a.leasesHeld());
+    }
 }
