@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * One seeded run of the permit-expirable semaphore: {@value #PERMITS} permits, two clients, three
@@ -163,13 +162,7 @@ final class ExpirableSemaphoreSimulation extends Simulation {
                     boolean single = k == 1 && world.rnd.nextBoolean();
                     CompletableFuture<?> f = (single ? semaphore.tryAcquireAsync(1_000, lease, TimeUnit.MILLISECONDS)
                             : semaphore.tryAcquireAsync(k, 1_000, lease, TimeUnit.MILLISECONDS)).toCompletableFuture();
-                    world.at(world.micros(0, op == 4 ? 3_000 : 20_000), "caller ends", () -> {
-                        if (op == 4) {
-                            f.cancel(true);
-                        } else {
-                            f.completeExceptionally(new TimeoutException("caller's timeout"));
-                        }
-                    });
+                    endedByCaller(f, op == 4);
                     acquire(k, 1_000, lease, f.thenApply(Taker::ids), op == 4 ? " cancelled" : " timed out by its caller");
                 }
             }

@@ -181,14 +181,7 @@ final class LockSimulation extends Simulation {
                     // (orTimeout's shape). (A stage derived from it is the caller's own business:
                     // ending that one leaves Baton's acquisition running, as with any future.)
                     CompletableFuture<Void> f = lock.lockAsync(ownerId).toCompletableFuture();
-                    long after = world.micros(0, op == 5 ? 3_000 : 20_000);
-                    world.at(after, "caller ends", () -> {
-                        if (op == 5) {
-                            f.cancel(true);
-                        } else {
-                            f.completeExceptionally(new TimeoutException("caller's timeout"));
-                        }
-                    });
+                    endedByCaller(f, op == 5);
                     acquire(op == 5 ? "lockAsync() cancelled" : "lockAsync() timed out by its caller", f.thenApply(v -> true), -1, 0);
                 }
                 default -> {

@@ -146,13 +146,7 @@ final class MultiLockSimulation extends Simulation {
                     // The future Baton returned, ended by its caller: cancel(), or its own timeout.
                     CompletableFuture<Void> f = (multi != null ? multi.lockAsync(ownerId) : single.lockAsync(ownerId))
                             .toCompletableFuture();
-                    world.at(world.micros(0, op == 4 ? 3_000 : 20_000), "caller ends", () -> {
-                        if (op == 4) {
-                            f.cancel(true);
-                        } else {
-                            f.completeExceptionally(new TimeoutException("caller's timeout"));
-                        }
-                    });
+                    endedByCaller(f, op == 4);
                     acquire(op == 4 ? "lockAsync() cancelled" : "lockAsync() timed out by its caller", chosen, multi, single,
                             f.thenApply(v -> true), -1, 0);
                 }

@@ -11,7 +11,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * One seeded run of the RedLock: {@value #MASTERS} independent simulated Redis masters, two
@@ -154,13 +153,7 @@ final class RedLockSimulation extends Simulation {
                     // The future Baton returned, ended by its caller: cancel(), or its own timeout.
                     CompletableFuture<Boolean> f = redLock.tryLockAsync(1_000, lease, TimeUnit.MILLISECONDS, ownerId)
                             .toCompletableFuture();
-                    world.at(world.micros(0, op == 4 ? 3_000 : 20_000), "caller ends", () -> {
-                        if (op == 4) {
-                            f.cancel(true);
-                        } else {
-                            f.completeExceptionally(new TimeoutException("caller's timeout"));
-                        }
-                    });
+                    endedByCaller(f, op == 4);
                     judge(1_000, lease, f, op == 4 ? " cancelled" : " timed out by its caller");
                 }
             }

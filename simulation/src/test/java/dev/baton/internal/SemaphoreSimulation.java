@@ -10,7 +10,6 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * One seeded run of the semaphore: {@value #PERMITS} permits, two clients, three actors each
@@ -107,13 +106,7 @@ final class SemaphoreSimulation extends Simulation {
                 default -> {
                     // The future Baton returned, ended by its caller: cancel(), or its own timeout.
                     CompletableFuture<Void> f = semaphore.acquireAsync(k).toCompletableFuture();
-                    world.at(world.micros(0, op == 4 ? 3_000 : 20_000), "caller ends", () -> {
-                        if (op == 4) {
-                            f.cancel(true);
-                        } else {
-                            f.completeExceptionally(new TimeoutException("caller's timeout"));
-                        }
-                    });
+                    endedByCaller(f, op == 4);
                     acquire("acquireAsync(" + k + ") " + (op == 4 ? "cancelled" : "timed out by its caller"), k,
                             f.thenApply(v -> true), -1);
                 }

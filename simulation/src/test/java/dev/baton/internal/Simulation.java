@@ -69,6 +69,21 @@ abstract class Simulation {
             world.at(world.micros(0, 1_000), "next", this::next);
         }
 
+        /**
+         * The caller ends the future Baton returned, a moment from now: {@code cancel()}, or its
+         * own timeout (the shape of {@code orTimeout}). (A stage derived from it is the caller's
+         * own business: ending that one leaves Baton's call running, as with any future.)
+         */
+        void endedByCaller(java.util.concurrent.CompletableFuture<?> f, boolean cancel) {
+            world.at(world.micros(0, cancel ? 3_000 : 20_000), "caller ends", () -> {
+                if (cancel) {
+                    f.cancel(true);
+                } else {
+                    f.completeExceptionally(new java.util.concurrent.TimeoutException("caller's timeout"));
+                }
+            });
+        }
+
         /** A call's time against its bound ({@code bound} < 0: none). */
         void checkBound(String how, long asked, long bound) {
             long took = world.now() - asked;
