@@ -296,11 +296,13 @@ final class MultiLock implements BatonMultiLock {
         final CompletableFuture<Void> givenBack = new CompletableFuture<>();
         /** Completes when the lock acquisitions in progress at an abandon have settled (and grants they raced are given back). */
         private final CompletableFuture<Void> inProgressSettled = new CompletableFuture<>();
-        /** The lock acquisitions in progress (empty between locks); guarded by this. */
+        /** Guards {@link #inProgress}, {@link #taken} and {@link #abandoned} (no monitor: virtual threads). */
+        private final java.util.concurrent.locks.ReentrantLock state = new java.util.concurrent.locks.ReentrantLock();
+        /** The lock acquisitions in progress (empty between locks); guarded by state. */
         private List<CompletableFuture<?>> inProgress = List.of();
-        /** Locks 0 to {@code taken - 1} are held by this sequence; guarded by this. */
+        /** Locks 0 to {@code taken - 1} are held by this sequence; guarded by state. */
         private int taken;
-        /** The result was completed from outside; guarded by this. */
+        /** The result was completed from outside; guarded by state. */
         private boolean abandoned;
         /** Set before the sequence completes its result itself. */
         private volatile boolean ending;
@@ -330,7 +332,8 @@ final class MultiLock implements BatonMultiLock {
         private void abandon() {
             List<CompletableFuture<?>> stop;
             int held;
-            synchronized (this) {
+            state.lock();
+            try {
                 if (abandoned) {
                     return;
                 }
@@ -338,6 +341,8 @@ final class MultiLock implements BatonMultiLock {
                 stop = inProgress;
                 held = taken;
                 taken = 0;
+            } finally {
+                state.unlock();
             }
             if (stop.isEmpty()) {
                 inProgressSettled.complete(null);
@@ -357,12 +362,15 @@ final class MultiLock implements BatonMultiLock {
             for (int i = index; i < (atOnce ? locks.size() : index + 1); i++) {
                 indexes.add(i);
             }
-            synchronized (this) {
+            state.lock();
+            try {
                 if (abandoned) {
                     return; // abandon() found nothing in progress and gave back what was held
                 }
+            } finally {
+                state.unlock();
             }
-            // Started outside the monitor: a lock's first call may open its client (a lazy view).
+            // Started outside the state lock: a lock's first call may open its client (a lazy view).
             List<CompletableFuture<?>> takes = new ArrayList<>();
             for (int i : indexes) {
                 startedAt[i] = clock.nanoTime();
@@ -375,15 +383,18 @@ final class MultiLock implements BatonMultiLock {
                 takes.add(taking);
             }
             boolean stop;
-            synchronized (this) {
+            state.lock();
+            try {
                 inProgress = takes;
                 stop = abandoned;
+            } finally {
+                state.unlock();
             }
             if (stop) {
                 takes.forEach(f -> f.cancel(false)); // abandoned while they started: their handler gives back what they got
             }
             boolean[] got = new boolean[takes.size()];
-            Throwable[] error = new Throwable[1];
+            java.util.concurrent.atomic.AtomicReference<Throwable> error = new java.util.concurrent.atomic.AtomicReference<>();
             List<CompletableFuture<?>> settled = new ArrayList<>();
             for (int k = 0; k < takes.size(); k++) {
                 int slot = k;
@@ -391,11 +402,7 @@ final class MultiLock implements BatonMultiLock {
                     got[slot] = e == null && (value == null || Boolean.TRUE.equals(value));
                     Throwable cause = e == null ? null : Failures.unwrap(e);
                     if (cause != null && !(cause instanceof java.util.concurrent.CancellationException)) {
-                        synchronized (error) {
-                            if (error[0] == null) {
-                                error[0] = cause;
-                            }
-                        }
+                        error.compareAndSet(null, cause);
                     }
                     return null;
                 }));
@@ -409,12 +416,15 @@ final class MultiLock implements BatonMultiLock {
                 }
                 boolean all = grantedNow.size() == indexes.size();
                 boolean wasAbandoned;
-                synchronized (this) {
+                state.lock();
+                try {
                     inProgress = List.of();
                     wasAbandoned = abandoned;
                     if (all && !abandoned) {
                         taken = indexes.get(indexes.size() - 1) + 1;
                     }
+                } finally {
+                    state.unlock();
                 }
                 if (wasAbandoned) {
                     // Locks granted just as the wait was abandoned are held: give them back too.
@@ -422,7 +432,7 @@ final class MultiLock implements BatonMultiLock {
                 } else if (all) {
                     next(taken);
                 } else {
-                    failed(error[0], reversed(grantedNow));
+                    failed(error.get(), reversed(grantedNow));
                 }
             });
         }
@@ -443,9 +453,12 @@ final class MultiLock implements BatonMultiLock {
                 // back (sent; the next acquisitions of its members wait for the answers) and take
                 // it again while the wait lasts.
                 int held;
-                synchronized (this) {
+                state.lock();
+                try {
                     held = abandoned ? 0 : taken;
                     taken = 0;
+                } finally {
+                    state.unlock();
                 }
                 if (held == 0) {
                     return; // abandoned meanwhile: abandon() gave back what was held
@@ -484,9 +497,12 @@ final class MultiLock implements BatonMultiLock {
          */
         private void failed(Throwable error, List<Integer> alsoHeld) {
             int held;
-            synchronized (this) {
+            state.lock();
+            try {
                 held = abandoned ? 0 : taken;
                 taken = 0;
+            } finally {
+                state.unlock();
             }
             List<Integer> back = new ArrayList<>(alsoHeld);
             back.addAll(upTo(held));
