@@ -190,6 +190,9 @@ final class SimWire {
             }
             Object answer = reply;
             world.note(name + " ran " + f.args[0] + (f.epoch != epoch ? " (its connection has dropped)" : "") + ": " + render(answer));
+            if (f.epoch != epoch) {
+                world.ranLate(f.args);
+            }
             if (SHOW_KEYS) {
                 server.keyspace().forEach((k, v) -> world.note("    key " + k + " = " + java.util.Arrays.deepToString(v)));
             }

@@ -46,6 +46,49 @@ final class SimWorld {
     private long steps;
     /** Set for the drain: no more stalls, resets or lost messages (what is under way goes on). */
     boolean calm;
+    /**
+     * Owners (client id:owner id) a copy of whose release ran on a connection that had already
+     * dropped: a late copy of a release, which guarantees.md lists with what Baton cannot promise
+     * (it can free the owner's later hold of the same lock).
+     */
+    final Set<String> lateReleasesBy = new java.util.TreeSet<>();
+    private static final Pattern OWNER_FIELD = Pattern.compile("^[ab]:\\d+(:write)?$");
+    private static final Set<String> RELEASES = Set.of("lock_release", "fair_release", "rwlock_write_release",
+            "rwlock_read_release");
+
+    /** A command ran on a connection that had dropped: if it is a release, remember whose. */
+    void ranLate(String[] args) {
+        if (args.length < 4 || !(args[0].equalsIgnoreCase("EVAL") || args[0].equalsIgnoreCase("EVALSHA"))) {
+            return;
+        }
+        String script = args[0].equalsIgnoreCase("EVAL") ? scriptOf(args[1]) : RELEASE_SHAS.getOrDefault(args[1], "");
+        if (!RELEASES.contains(script)) {
+            return;
+        }
+        for (int i = 3 + Integer.parseInt(args[2]); i < args.length; i++) {
+            if (OWNER_FIELD.matcher(args[i]).matches()) {
+                lateReleasesBy.add(args[i].replace(":write", ""));
+                note("a late copy of " + script + " by " + args[i] + " ran (guarantees.md: what Baton cannot promise)");
+                return;
+            }
+        }
+    }
+
+    private static final java.util.Map<String, String> RELEASE_SHAS = new java.util.HashMap<>();
+
+    static {
+        for (dev.baton.lua.Script s : dev.baton.lua.Script.values()) {
+            String file = s.fileName().replace(".lua", "");
+            if (RELEASES.contains(file)) {
+                RELEASE_SHAS.put(s.sha1(), file);
+            }
+        }
+    }
+
+    private static String scriptOf(String text) {
+        int colon = text.indexOf(':');
+        return text.startsWith("-- ") && colon > 0 ? text.substring(3, colon) : "";
+    }
 
     private static final Pattern RANDOM_ID = Pattern.compile("\\b[0-9a-f]{16,32}\\b");
 

@@ -483,6 +483,9 @@ final class MultiLock implements BatonMultiLock {
             long drift = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
             for (int i = 0; i < locks.size(); i++) {
                 long until = locks.get(i) instanceof RedisLock own ? own.surelyHeldUntil(ownerId) : startedAt[i] + leaseNanos;
+                if (until == Long.MIN_VALUE) {
+                    return false; // its lease ran out here already (and was forgotten)
+                }
                 if (until != Long.MAX_VALUE && until - drift - now <= 0) {
                     return false;
                 }
