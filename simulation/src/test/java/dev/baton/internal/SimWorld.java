@@ -47,14 +47,16 @@ final class SimWorld {
     /** Set for the drain: no more stalls, resets or lost messages (what is under way goes on). */
     boolean calm;
     /**
-     * Owners (client id:owner id) a copy of whose release ran on a connection that had already
-     * dropped: a late copy of a release, which guarantees.md lists with what Baton cannot promise
-     * (it can free the owner's later hold of the same lock).
+     * Owners (client id:owner id) a copy of whose release or acquire ran on a connection that had
+     * already dropped: a late copy, which guarantees.md lists with what Baton cannot promise (a
+     * release can free the owner's later hold of the same lock; an acquire sets that hold's lease
+     * to its own).
      */
     final Set<String> lateReleasesBy = new java.util.TreeSet<>();
     private static final Pattern OWNER_FIELD = Pattern.compile("^[ab]:\\d+(:write)?$");
     private static final Set<String> RELEASES = Set.of("lock_release", "fair_release", "rwlock_write_release",
-            "rwlock_read_release");
+            "rwlock_read_release", "lock_acquire", "fair_acquire", "fenced_acquire", "rwlock_write_acquire",
+            "rwlock_read_acquire");
 
     /** A command ran on a connection that had dropped: if it is a release, remember whose. */
     void ranLate(String[] args) {

@@ -236,7 +236,7 @@ abstract class Simulation {
         while (owner.find()) {
             if (world.lateReleasesBy.contains(owner.group(1))) {
                 // What guarantees.md says Baton cannot promise: counted and shown, not judged.
-                world.note("CANNOT PROMISE (a late copy of a release by " + owner.group(1) + " ran before): " + what);
+                world.note("CANNOT PROMISE (a late copy of a release or an acquire by " + owner.group(1) + " ran before): " + what);
                 cannotPromise.add(what);
                 return;
             }
@@ -246,7 +246,7 @@ abstract class Simulation {
     }
 
     private static final java.util.regex.Pattern OWNER_IN_FINDING = java.util.regex.Pattern.compile("owner ([ab]:\\d+)");
-    /** Findings that follow a late copy of the owner's release: what Baton cannot promise. */
+    /** Findings that follow a late copy of the owner's release or acquire: what Baton cannot promise. */
     final List<String> cannotPromise = new ArrayList<>();
 
     /** Whether a loss of {@code owner}'s lease was reported at or after {@code since}. */

@@ -82,7 +82,7 @@ class SimulationTest {
             steps += sim.world.steps();
             if (!sim.cannotPromise.isEmpty() && cannotPromise++ == 0) {
                 System.out.println("[sim " + kind + "] seed " + seed + " met what Baton cannot promise (a late copy of a"
-                        + " release; replay with -Dbaton.sim.kinds=" + kind + " -Dbaton.sim.seed=" + seed + "): "
+                        + " release or an acquire; replay with -Dbaton.sim.kinds=" + kind + " -Dbaton.sim.seed=" + seed + "): "
                         + sim.cannotPromise.get(0));
             }
             if (found.isEmpty()) {
@@ -109,7 +109,7 @@ class SimulationTest {
         findings.forEach((shape, n) -> System.out.println("[sim " + kind + "] survey: " + n + " seeds: " + shape));
         assertEquals(Map.of(), findings, kind + ": the survey's findings");
         System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants, %d events,"
-                        + " no violation (%d seeds met a late copy of a release, which Baton cannot promise), in %d ms%n", kind,
+                        + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n", kind,
                 seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants, steps, cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }
