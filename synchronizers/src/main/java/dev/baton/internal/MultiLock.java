@@ -437,6 +437,21 @@ final class MultiLock implements BatonMultiLock {
             });
         }
 
+        /**
+         * How many locks this sequence holds, now handed to the caller to give back (0 once
+         * abandoned: abandon() gives back what was held).
+         */
+        private int takeHeld() {
+            state.lock();
+            try {
+                int held = abandoned ? 0 : taken;
+                taken = 0;
+                return held;
+            } finally {
+                state.unlock();
+            }
+        }
+
         /** Whether the wait has run out (never, for a wait without a deadline). */
         private boolean waitRanOut() {
             return limited && deadline - clock.nanoTime() <= 0;
@@ -452,14 +467,7 @@ final class MultiLock implements BatonMultiLock {
                 // A member's lease may have run out while the others were taken: give the set
                 // back (sent; the next acquisitions of its members wait for the answers) and take
                 // it again while the wait lasts.
-                int held;
-                state.lock();
-                try {
-                    held = abandoned ? 0 : taken;
-                    taken = 0;
-                } finally {
-                    state.unlock();
-                }
+                int held = takeHeld();
                 if (held == 0) {
                     return; // abandoned meanwhile: abandon() gave back what was held
                 }
@@ -499,14 +507,7 @@ final class MultiLock implements BatonMultiLock {
          * those give-backs are sent.
          */
         private void failed(Throwable error, List<Integer> alsoHeld) {
-            int held;
-            state.lock();
-            try {
-                held = abandoned ? 0 : taken;
-                taken = 0;
-            } finally {
-                state.unlock();
-            }
+            int held = takeHeld();
             List<Integer> back = new ArrayList<>(alsoHeld);
             back.addAll(upTo(held));
             giveBack(back).whenComplete((ok, e) -> givenBack.complete(null));
