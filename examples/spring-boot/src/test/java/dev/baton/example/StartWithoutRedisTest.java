@@ -6,7 +6,6 @@ import dev.baton.testkit.TcpProxy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import java.io.IOException;
@@ -52,7 +51,7 @@ class StartWithoutRedisTest {
                     "--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + proxy.port(),
                     "--baton.command-timeout=1s", "--example.report.cron=-")) {
                 assertTrue(service.isRunning(), "started with Redis refusing connections");
-                int port = ((WebServerApplicationContext) service).getWebServer().getPort();
+                int port = service.getEnvironment().getRequiredProperty("local.server.port", Integer.class);
 
                 HttpResponse<String> down = call("GET", port, "/actuator/health");
                 assertEquals(503, down.statusCode(), down.body());

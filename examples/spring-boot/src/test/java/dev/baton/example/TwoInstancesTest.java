@@ -6,7 +6,6 @@ import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import java.io.IOException;
@@ -49,7 +48,7 @@ class TwoInstancesTest {
     }
 
     private static int port(ConfigurableApplicationContext context) {
-        return ((WebServerApplicationContext) context).getWebServer().getPort();
+        return context.getEnvironment().getRequiredProperty("local.server.port", Integer.class);
     }
 
     private HttpResponse<String> call(String method, int port, String path) throws IOException, InterruptedException {

@@ -3,10 +3,13 @@ package dev.baton.spring.integration;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.RedisUnavailableException;
-import org.springframework.integration.support.locks.DistributedLock;
 import org.springframework.integration.support.locks.ExpirableLockRegistry;
+import org.springframework.integration.support.locks.LockRegistry;
 import org.springframework.integration.support.locks.RenewableLockRegistry;
 
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -15,11 +18,19 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
 
 /**
  * A Spring Integration lock registry on Baton's locks. {@link #obtain(Object)} returns one cached
- * {@link DistributedLock} per key, a Baton lock named {@code <registryKey>:<key>} (so a Redisson
- * client, or Baton directly, can take the same lock).
+ * lock per key, a Baton lock named {@code <registryKey>:<key>} (so a Redisson client, or Baton
+ * directly, can take the same lock).
+ *
+ * <p>One class for Spring Integration 6.5 (Spring Boot 3.5) and 7.x (Boot 4): it implements the
+ * registry interfaces as 6.5 declares them (without 7.x's lock type parameter) and adds what 7.x
+ * added. On 7.x every lock it returns is also a
+ * {@code org.springframework.integration.support.locks.DistributedLock} ({@code lock(Duration)},
+ * {@code tryLock(Duration, Duration)}: a hold with its own fixed lease); cast to use those, or
+ * assign the registry to a {@code LockRegistry<DistributedLock>} (an unchecked conversion).
  *
  * <p>Unlike a polling registry, a waiting thread is woken by Baton's pub/sub message when the lock
  * is released, and it waits without a busy loop. By default a held lock is kept alive by Baton's
@@ -40,8 +51,11 @@ import java.util.concurrent.locks.Condition;
  * Lock lock = registry.obtain("order-42");
  * }</pre>
  */
-public final class BatonLockRegistry
-        implements ExpirableLockRegistry<DistributedLock>, RenewableLockRegistry<DistributedLock> {
+@SuppressWarnings("rawtypes") // 6.5's interfaces have no type parameter: raw, the one class file serves both lines
+public final class BatonLockRegistry implements ExpirableLockRegistry, RenewableLockRegistry {
+
+    /** Spring Integration 7's lock interface, or null on 6.5. */
+    private static final Class<?> DISTRIBUTED_LOCK = distributedLockType();
 
     private final Baton baton;
     private final String registryKey;
@@ -73,11 +87,11 @@ public final class BatonLockRegistry
      * @throws IllegalArgumentException if {@code lockKey} is not a non-empty {@link String}
      */
     @Override
-    public DistributedLock obtain(Object lockKey) {
+    public Lock obtain(Object lockKey) {
         String key = key(lockKey);
         RegistryLock lock = locks.computeIfAbsent(key, k -> new RegistryLock(lockOf(registryKey + ":" + k)));
         lock.touch();
-        return lock;
+        return lock.view;
     }
 
     /**
@@ -145,7 +159,7 @@ public final class BatonLockRegistry
      * @throws dev.baton.LeaseLostException if its lease had already been lost
      * @throws RedisUnavailableException    if Redis did not answer within the command timeout
      */
-    @Override
+    // Spring Integration 7's RenewableLockRegistry declares it; on 6.5 it is this class's own.
     public void renewLock(Object lockKey, Duration timeToLive) {
         Objects.requireNonNull(timeToLive, "timeToLive");
         cached(lockKey).lock.updateLease(timeToLive);
@@ -180,6 +194,15 @@ public final class BatonLockRegistry
         return fair ? baton.fairLock(name) : baton.lock(name);
     }
 
+    private static Class<?> distributedLockType() {
+        try {
+            return Class.forName("org.springframework.integration.support.locks.DistributedLock", false,
+                    LockRegistry.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            return null;
+        }
+    }
+
     private static String key(Object lockKey) {
         if (!(lockKey instanceof String key)) {
             throw new IllegalArgumentException("a lock key must be a String, not "
@@ -196,8 +219,14 @@ public final class BatonLockRegistry
      * process its hold count (so a held lock is never expired from the cache) and the fixed lease
      * its holds were taken with (for {@link #renewLock(Object)}).
      */
-    private final class RegistryLock implements DistributedLock {
+    private final class RegistryLock implements Lock {
         final BatonLock lock;
+        /**
+         * What {@link #obtain(Object)} returns: this lock on Spring Integration 6.5; on 7.x the
+         * same lock as a {@code DistributedLock}, an interface this class cannot name while it
+         * loads on 6.5 (a proxy whose every call is this lock's method of the same signature).
+         */
+        final Lock view;
         final Map<Long, Integer> holds = new ConcurrentHashMap<>();
         final Map<Long, Duration> leases = new ConcurrentHashMap<>();
         /** Threads of this registry waiting for the lock now: a lock they wait on stays cached. */
@@ -206,6 +235,45 @@ public final class BatonLockRegistry
 
         RegistryLock(BatonLock lock) {
             this.lock = lock;
+            this.view = DISTRIBUTED_LOCK == null ? this : (Lock) Proxy.newProxyInstance(DISTRIBUTED_LOCK.getClassLoader(),
+                    new Class<?>[] {DISTRIBUTED_LOCK}, this::dispatch);
+        }
+
+        /** A call on {@link #view} as a {@code DistributedLock}. */
+        private Object dispatch(Object proxy, Method method, Object[] args) throws Throwable {
+            int arity = args == null ? 0 : args.length;
+            switch (method.getName() + "/" + arity) {
+                case "lock/0":
+                    lock();
+                    return null;
+                case "lock/1":
+                    lock((Duration) args[0]);
+                    return null;
+                case "lockInterruptibly/0":
+                    lockInterruptibly();
+                    return null;
+                case "tryLock/0":
+                    return tryLock();
+                case "tryLock/2":
+                    return args[0] instanceof Duration waitTime ? tryLock(waitTime, (Duration) args[1])
+                            : tryLock((Long) args[0], (TimeUnit) args[1]);
+                case "unlock/0":
+                    unlock();
+                    return null;
+                case "newCondition/0":
+                    return newCondition();
+                case "toString/0":
+                    return toString();
+                case "hashCode/0":
+                    return System.identityHashCode(proxy);
+                case "equals/1":
+                    return proxy == args[0];
+                default:
+                    if (method.isDefault()) {
+                        return InvocationHandler.invokeDefault(proxy, method, args);
+                    }
+                    throw new UnsupportedOperationException("not supported by " + this + ": " + method);
+            }
         }
 
         void touch() {
@@ -259,7 +327,7 @@ public final class BatonLockRegistry
             }
         }
 
-        @Override
+        /** Spring Integration 7's {@code DistributedLock.lock(Duration)}: a hold with a fixed lease of {@code ttl}. */
         public void lock(Duration ttl) {
             long ms = millis(ttl, "ttl");
             waiting.incrementAndGet();
@@ -317,7 +385,7 @@ public final class BatonLockRegistry
             }
         }
 
-        @Override
+        /** Spring Integration 7's {@code DistributedLock.tryLock(Duration, Duration)}. */
         public boolean tryLock(Duration waitTime, Duration ttl) throws InterruptedException {
             long waitMs = millis(waitTime, "waitTime");
             long ttlMs = millis(ttl, "ttl");

@@ -9,14 +9,15 @@ import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.integration.leader.Context;
 import org.springframework.integration.leader.DefaultCandidate;
 import org.springframework.integration.support.leader.LockRegistryLeaderInitiator;
-import org.springframework.integration.support.locks.DistributedLock;
 
+import java.lang.reflect.InvocationTargetException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -33,12 +34,17 @@ import java.util.concurrent.locks.Lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@link BatonLockRegistry} on a real Redis, with two clients standing for two processes. */
+/**
+ * {@link BatonLockRegistry} on a real Redis, with two clients standing for two processes, on
+ * Spring Integration 7 (every server lane) and 6.5 (CI's {@code spring-boot-3.5} lane); 7's
+ * {@code DistributedLock} is named here by name, as the 6.5 lane has none.
+ */
 @ExtendWith(RedisExtension.class)
 class BatonLockRegistryTest {
     private final RedisServer redis;
@@ -93,6 +99,64 @@ class BatonLockRegistryTest {
 
     private Baton baton() {
         return a;
+    }
+
+    /** Spring Integration 7's {@code DistributedLock}, or null on 6.5. */
+    private static final Class<?> DISTRIBUTED_LOCK = distributedLockType();
+
+    private static Class<?> distributedLockType() {
+        try {
+            return Class.forName("org.springframework.integration.support.locks.DistributedLock");
+        } catch (ClassNotFoundException e) {
+            return null;
+        }
+    }
+
+    /** Calls {@code DistributedLock.<method>} on {@code lock}; ends the test as not run on Spring Integration 6.5. */
+    private static Object distributed(Lock lock, String method, Class<?>[] types, Object... args) throws Exception {
+        if (DISTRIBUTED_LOCK == null) {
+            System.out.println("[spring-boot-3.5 lane] NOT RUN on Spring Integration 6.5: DistributedLock." + method
+                    + " came in 7.0");
+            Assumptions.abort("Spring Integration 6.5 has no DistributedLock");
+        }
+        try {
+            return DISTRIBUTED_LOCK.getMethod(method, types).invoke(lock, args);
+        } catch (InvocationTargetException e) {
+            if (e.getCause() instanceof Exception cause) {
+                throw cause;
+            }
+            throw e;
+        }
+    }
+
+    @Test
+    void onSpringIntegration7EveryLockIsADistributedLockAndOn65APlainLock() throws Exception {
+        BatonLockRegistry registry = BatonLockRegistry.builder(a, "typed").build();
+        Lock lock = registry.obtain("k");
+        assertSame(lock, registry.obtain("k"), "one instance per key, as a DistributedLock too");
+        assertEquals(lock, registry.obtain("k"));
+        assertEquals(lock.hashCode(), registry.obtain("k").hashCode());
+        assertNotEquals(lock, registry.obtain("other"));
+        assertTrue(lock.toString().contains("typed:k"), lock.toString());
+        if (DISTRIBUTED_LOCK == null) {
+            System.out.println("[spring-boot-3.5 lane] Spring Integration 6.5: the registry's locks are plain Locks "
+                    + "(no DistributedLock there)");
+            assertTrue(lock.tryLock());
+            lock.unlock();
+            return;
+        }
+        assertTrue(DISTRIBUTED_LOCK.isInstance(lock), "a DistributedLock on Spring Integration 7: " + lock.getClass());
+        assertEquals(true, distributed(lock, "tryLock", new Class<?>[] {Duration.class, Duration.class},
+                Duration.ZERO, Duration.ofSeconds(5)));
+        try {
+            long ttl = a.lock("typed:k").remainTimeToLive();
+            assertTrue(ttl > 4000 && ttl <= 5000, "the hold's own lease: " + ttl);
+            assertFalse(pool.submit(() -> lock.tryLock()).get(5, TimeUnit.SECONDS), "another thread of the process waits");
+            assertThrows(UnsupportedOperationException.class, lock::newCondition);
+        } finally {
+            lock.unlock();
+        }
+        assertEquals(0L, redis.command("EXISTS", "typed:k"));
     }
 
     @Test
@@ -210,7 +274,7 @@ class BatonLockRegistryTest {
     @Test
     void aWatchdogHoldIsKeptAliveAndCannotBeTurnedIntoAFixedLease() throws Exception {
         BatonLockRegistry registry = BatonLockRegistry.builder(a, "wd").build();
-        DistributedLock lock = registry.obtain("k");
+        Lock lock = registry.obtain("k");
         lock.lock();
         try {
             registry.renewLock("k");
@@ -225,15 +289,15 @@ class BatonLockRegistryTest {
     }
 
     @Test
-    void aLockWithItsOwnTimeToLiveAndAFairRegistry() throws Exception {
-        BatonLockRegistry fair = BatonLockRegistry.builder(a, "fair").fair(true).build();
-        DistributedLock lock = fair.obtain("k");
-        assertTrue(lock.tryLock(Duration.ZERO, Duration.ofMillis(5000)));
+    void aFairRegistryWithAFixedLease() throws Exception {
+        BatonLockRegistry fair = BatonLockRegistry.builder(a, "fair").fair(true).leaseTime(Duration.ofMillis(5000)).build();
+        Lock lock = fair.obtain("k");
+        assertTrue(lock.tryLock(0, TimeUnit.MILLISECONDS));
         try {
             long ttl = a.fairLock("fair:k").remainTimeToLive();
-            assertTrue(ttl > 4000 && ttl <= 5000, "its own lease: " + ttl);
-            DistributedLock other = BatonLockRegistry.builder(b, "fair").fair(true).build().obtain("k");
-            assertFalse(pool.submit(() -> other.tryLock(Duration.ofMillis(100), Duration.ofSeconds(1)))
+            assertTrue(ttl > 4000 && ttl <= 5000, "the registry's lease: " + ttl);
+            Lock other = BatonLockRegistry.builder(b, "fair").fair(true).build().obtain("k");
+            assertFalse(pool.submit(() -> other.tryLock(100, TimeUnit.MILLISECONDS))
                     .get(5, TimeUnit.SECONDS), "held by the first registry's client");
         } finally {
             lock.unlock();
@@ -245,18 +309,21 @@ class BatonLockRegistryTest {
     }
 
     @Test
-    void renewLockRenewsAHoldsOwnTimeToLiveAndTryLockIgnoresTheInterruptStatus() throws Exception {
+    void renewLockRenewsAHoldsOwnTimeToLive() throws Exception {
         BatonLockRegistry registry = BatonLockRegistry.builder(a, "ttl").build();
-        DistributedLock lock = registry.obtain("k");
-        lock.lock(Duration.ofMillis(3000));
+        Lock lock = registry.obtain("k");
+        distributed(lock, "lock", new Class<?>[] {Duration.class}, Duration.ofMillis(3000));
         Await.until(Duration.ofSeconds(3), () -> "a second of the lease passed",
                 () -> a.lock("ttl:k").remainTimeToLive() < 2000);
         registry.renewLock("k");
         long renewed = a.lock("ttl:k").remainTimeToLive();
         assertTrue(renewed > 2500 && renewed <= 3000, "the hold's own 3 s again, not a silent no-op: " + renewed);
         lock.unlock();
+    }
 
-        DistributedLock fixed = BatonLockRegistry.builder(a, "ttl").leaseTime(Duration.ofSeconds(5)).build().obtain("i");
+    @Test
+    void tryLockIgnoresTheInterruptStatus() {
+        Lock fixed = BatonLockRegistry.builder(a, "ttl").leaseTime(Duration.ofSeconds(5)).build().obtain("i");
         Thread.currentThread().interrupt();
         try {
             assertTrue(fixed.tryLock(), "Lock.tryLock() takes a free lock whatever the interrupt status");

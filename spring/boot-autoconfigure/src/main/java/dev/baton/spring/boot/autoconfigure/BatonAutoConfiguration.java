@@ -14,7 +14,8 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
-import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.autoconfigure.data.redis.RedisConnectionDetails;
+import org.springframework.boot.autoconfigure.data.redis.RedisProperties;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisProperties;
 import org.springframework.context.annotation.Bean;
@@ -24,6 +25,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 
 import java.util.List;
 import java.util.function.ObjIntConsumer;
+import java.util.function.Supplier;
 
 /**
  * A {@link Baton} client for the application's Redis, in one of two ways:
@@ -47,10 +49,15 @@ import java.util.function.ObjIntConsumer;
  * Spring Data Redis's connection details or with {@code baton.enabled=false}. Every
  * {@link LeaseLostListener} and {@link BatonObserver} bean is registered with it, and every
  * {@link BatonOptionsCustomizer} bean may change its options.
+ *
+ * <p>The same class serves Spring Boot 3.5 and 4.x: what differs between them (the Redis
+ * auto-configuration's and connection details' names) is named only in nested configurations
+ * that a class condition keeps from loading on the other line.
  */
-@AutoConfiguration(after = DataRedisAutoConfiguration.class,
-        afterName = {"org.redisson.spring.starter.RedissonAutoConfigurationV4",
-                "org.redisson.spring.starter.RedissonAutoConfigurationV2"})
+@AutoConfiguration(afterName = {"org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+        "org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration",
+        "org.redisson.spring.starter.RedissonAutoConfigurationV4",
+        "org.redisson.spring.starter.RedissonAutoConfigurationV2"})
 @ConditionalOnClass({Baton.class, LettuceConnectionFactory.class})
 @ConditionalOnProperty(prefix = "baton", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(BatonProperties.class)
@@ -99,12 +106,13 @@ public class BatonAutoConfiguration {
     }
 
     /**
-     * Without a Lettuce connection factory (Redisson's starter, Jedis): a Lettuce client of
-     * Baton's own from the application's Redis connection details, shut down with Baton.
+     * Without a Lettuce connection factory (Redisson's starter, Jedis), on Spring Boot 4: a Lettuce
+     * client of Baton's own from the application's Redis connection details, shut down with Baton.
      */
     @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails")
     @ConditionalOnMissingBean(LettuceConnectionFactory.class)
-    @ConditionalOnBean(DataRedisConnectionDetails.class)
+    @ConditionalOnBean(type = "org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails")
     static class OnItsOwnLettuceClient {
 
         @Bean
@@ -126,12 +134,46 @@ public class BatonAutoConfiguration {
                            ObjectProvider<LeaseLostListener> leaseLostListeners,
                            ObjectProvider<BatonObserver> observers) {
             DataRedisProperties redis = redisProperties.getIfAvailable(DataRedisProperties::new);
-            BatonOptions options = options(properties.apply(BatonOptions.builder()), customizers, leaseLostListeners, observers);
-            return new LazyBaton(options, () -> {
-                ConnectionDetailsUris uris = ConnectionDetailsUris.of(details, redis.getSsl().isEnabled(), redis.getClientName());
-                return lifecycle.created(Baton.create(options.toBuilder().redisUris(uris.uris()).cluster(uris.cluster()).build()));
-            });
+            return ownClient(() -> Boot4RedisDetails.of(details, redis), lifecycle,
+                    options(properties.apply(BatonOptions.builder()), customizers, leaseLostListeners, observers));
         }
+    }
+
+    /** The same as {@link OnItsOwnLettuceClient}, on Spring Boot 3.5's connection details. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.autoconfigure.data.redis.RedisConnectionDetails")
+    @ConditionalOnMissingBean(LettuceConnectionFactory.class)
+    @ConditionalOnBean(type = "org.springframework.boot.autoconfigure.data.redis.RedisConnectionDetails")
+    static class OnItsOwnLettuceClientBoot3 {
+
+        @Bean
+        @ConditionalOnMissingBean(Baton.class)
+        BatonLifecycle batonLifecycle() {
+            return new BatonLifecycle();
+        }
+
+        /** The client, as {@link OnItsOwnLettuceClient#baton} makes it. */
+        @Bean(destroyMethod = "close")
+        @Lazy
+        @ConditionalOnMissingBean(Baton.class)
+        public Baton baton(RedisConnectionDetails details, ObjectProvider<RedisProperties> redisProperties,
+                           BatonLifecycle lifecycle, BatonProperties properties,
+                           ObjectProvider<BatonOptionsCustomizer> customizers,
+                           ObjectProvider<LeaseLostListener> leaseLostListeners,
+                           ObjectProvider<BatonObserver> observers) {
+            RedisProperties redis = redisProperties.getIfAvailable(RedisProperties::new);
+            return ownClient(() -> Boot3RedisDetails.of(details, redis), lifecycle,
+                    options(properties.apply(BatonOptions.builder()), customizers, leaseLostListeners, observers));
+        }
+    }
+
+    /** A client, created on first use, on a Lettuce client of its own for the given details. */
+    private static Baton ownClient(Supplier<ConnectionDetailsUris.Details> details, BatonLifecycle lifecycle,
+                                   BatonOptions options) {
+        return new LazyBaton(options, () -> {
+            ConnectionDetailsUris uris = ConnectionDetailsUris.of(details.get());
+            return lifecycle.created(Baton.create(options.toBuilder().redisUris(uris.uris()).cluster(uris.cluster()).build()));
+        });
     }
 
     /** The options from the properties, every listener, observer and customizer bean. */

@@ -6,7 +6,7 @@ import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
 
 /**
- * Baton's health: UP when Redis answers a read through Baton's own connections within the
+ * Baton's health on Spring Boot 4 ({@link Boot3BatonHealthIndicator} is the same on Boot 3.5): UP when Redis answers a read through Baton's own connections within the
  * command timeout, DOWN (with the exception) otherwise, including when the client cannot be
  * created. Details: {@code leasesHeld} by this instance, {@code leasesLostRecently} (the last 15
  * minutes) and {@code lastLeaseLost}; the last two only when a {@link BatonLeaseLosses} hears the
@@ -32,15 +32,6 @@ public class BatonHealthIndicator extends AbstractHealthIndicator {
 
     @Override
     protected void doHealthCheck(Health.Builder builder) {
-        Baton client = baton.getObject();
-        client.lock(PROBE).isLocked();
-        builder.up().withDetail("clientId", client.clientId()).withDetail("leasesHeld", client.leasesHeld());
-        if (losses != null) {
-            builder.withDetail("leasesLostRecently", losses.recent());
-            String last = losses.last();
-            if (last != null) {
-                builder.withDetail("lastLeaseLost", last);
-            }
-        }
+        builder.up().withDetails(BatonHealthCheck.details(baton, losses));
     }
 }

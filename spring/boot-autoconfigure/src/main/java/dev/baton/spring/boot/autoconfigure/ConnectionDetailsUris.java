@@ -1,14 +1,14 @@
 package dev.baton.spring.boot.autoconfigure;
 
-import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
-
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The Redis URIs of Baton's own client, made from Spring Data Redis's connection details when the
- * application has no Lettuce connection factory to share (Redisson's starter, Jedis).
+ * application has no Lettuce connection factory to share (Redisson's starter, Jedis). Each Spring
+ * Boot line names those details its own way ({@link Boot4RedisDetails}, {@link Boot3RedisDetails});
+ * both become one {@link Details}.
  *
  * <p>Carried: a standalone host, port and database; Sentinel nodes, master name and database;
  * Cluster nodes; the username and password; {@code spring.data.redis.ssl.enabled} (TLS with the
@@ -22,49 +22,80 @@ import java.util.List;
  */
 record ConnectionDetailsUris(List<String> uris, boolean cluster) {
 
-    static ConnectionDetailsUris of(DataRedisConnectionDetails details, boolean ssl, String clientName) {
-        if (details.getMasterReplica() != null) {
+    /**
+     * Spring Data Redis's connection details, whichever Boot line gave them: at most one of
+     * {@code cluster}, {@code sentinel} and {@code standalone} is used, in that order.
+     *
+     * @param username      the username, or null
+     * @param password      the password, or null
+     * @param standalone    the standalone server
+     * @param sentinel      the Sentinel setup, or null
+     * @param cluster       the cluster nodes, or null without a cluster
+     * @param masterReplica whether a static master/replica setup is configured (Boot 4 only)
+     * @param sslBundle     whether an SSL bundle is configured
+     * @param ssl           whether {@code spring.data.redis.ssl.enabled} is set
+     * @param clientName    the client name, or null
+     */
+    record Details(String username, String password, Standalone standalone, Sentinel sentinel, List<Node> cluster,
+                   boolean masterReplica, boolean sslBundle, boolean ssl, String clientName) {
+    }
+
+    /** A host and port. */
+    record Node(String host, int port) {
+    }
+
+    /** A standalone server and its database. */
+    record Standalone(String host, int port, int database) {
+    }
+
+    /** Sentinel nodes, the master's name, the database, and the Sentinels' own password (or null). */
+    record Sentinel(List<Node> nodes, String master, int database, String password) {
+    }
+
+    static ConnectionDetailsUris of(Details details) {
+        boolean ssl = details.ssl();
+        String clientName = details.clientName();
+        if (details.masterReplica()) {
             throw new IllegalStateException("Baton cannot open its own client on a static master/replica setup "
                     + "(spring.data.redis.masterreplica.nodes): use Spring Data Redis on Lettuce with a standalone, "
                     + "Sentinel or Cluster setup, or define a Baton bean of your own");
         }
-        if (details.getSslBundle() != null) {
+        if (details.sslBundle()) {
             throw new IllegalStateException("Baton cannot open its own client with an SSL bundle "
                     + "(spring.data.redis.ssl.bundle): without a Lettuce connection factory to share, define a Baton "
                     + "bean of your own with Baton.create(redisClient, options) on a Lettuce client with those SSL options");
         }
-        String credentials = credentials(details.getUsername(), details.getPassword());
+        String credentials = credentials(details.username(), details.password());
         String query = clientName == null || clientName.isBlank() ? "" : "?clientName=" + encode(clientName);
-        DataRedisConnectionDetails.Cluster cluster = details.getCluster();
-        if (cluster != null) {
+        if (details.cluster() != null) {
             List<String> uris = new ArrayList<>();
-            for (DataRedisConnectionDetails.Node node : cluster.getNodes()) {
+            for (Node node : details.cluster()) {
                 uris.add((ssl ? "rediss://" : "redis://") + credentials + hostAndPort(node) + query);
             }
             return new ConnectionDetailsUris(uris, true);
         }
-        DataRedisConnectionDetails.Sentinel sentinel = details.getSentinel();
+        Sentinel sentinel = details.sentinel();
         if (sentinel != null) {
-            if (sentinel.getPassword() != null) {
+            if (sentinel.password() != null) {
                 throw new IllegalStateException("Baton cannot open its own client with a Sentinel password of its own "
                         + "(spring.data.redis.sentinel.password): without a Lettuce connection factory to share, define "
                         + "a Baton bean of your own with a redis-sentinel:// URI or a Lettuce client");
             }
             List<String> nodes = new ArrayList<>();
-            for (DataRedisConnectionDetails.Node node : sentinel.getNodes()) {
+            for (Node node : sentinel.nodes()) {
                 nodes.add(hostAndPort(node));
             }
             String uri = (ssl ? "rediss-sentinel://" : "redis-sentinel://") + credentials + String.join(",", nodes)
-                    + "/" + sentinel.getDatabase() + query + "#" + sentinel.getMaster();
+                    + "/" + sentinel.database() + query + "#" + sentinel.master();
             return new ConnectionDetailsUris(List.of(uri), false);
         }
-        DataRedisConnectionDetails.Standalone standalone = details.getStandalone();
-        String uri = (ssl ? "rediss://" : "redis://") + credentials + standalone.getHost() + ":" + standalone.getPort()
-                + "/" + standalone.getDatabase() + query;
+        Standalone standalone = details.standalone();
+        String uri = (ssl ? "rediss://" : "redis://") + credentials + standalone.host() + ":" + standalone.port()
+                + "/" + standalone.database() + query;
         return new ConnectionDetailsUris(List.of(uri), false);
     }
 
-    private static String hostAndPort(DataRedisConnectionDetails.Node node) {
+    private static String hostAndPort(Node node) {
         String host = node.host();
         return (host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host) + ":" + node.port();
     }
