@@ -196,7 +196,7 @@ public final class BatonLockRegistry implements ExpirableLockRegistry, Renewable
 
     private static Class<?> distributedLockType() {
         try {
-            return Class.forName("org.springframework.integration.support.locks.DistributedLock", false,
+            return Class.forName(BatonLockRegistryRuntimeHints.DISTRIBUTED_LOCK, false,
                     LockRegistry.class.getClassLoader());
         } catch (ClassNotFoundException e) {
             return null;
@@ -241,8 +241,9 @@ public final class BatonLockRegistry implements ExpirableLockRegistry, Renewable
 
         /** A call on {@link #view} as a {@code DistributedLock}. */
         private Object dispatch(Object proxy, Method method, Object[] args) throws Throwable {
-            int arity = args == null ? 0 : args.length;
-            switch (method.getName() + "/" + arity) {
+            Class<?>[] types = method.getParameterTypes();
+            String signature = method.getName() + "/" + types.length;
+            switch (signature) {
                 case "lock/0":
                     lock();
                     return null;
@@ -255,7 +256,7 @@ public final class BatonLockRegistry implements ExpirableLockRegistry, Renewable
                 case "tryLock/0":
                     return tryLock();
                 case "tryLock/2":
-                    return args[0] instanceof Duration waitTime ? tryLock(waitTime, (Duration) args[1])
+                    return types[0] == Duration.class ? tryLock((Duration) args[0], (Duration) args[1])
                             : tryLock((Long) args[0], (TimeUnit) args[1]);
                 case "unlock/0":
                     unlock();

@@ -13,6 +13,8 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.aot.hint.RuntimeHints;
+import org.springframework.aot.hint.predicate.RuntimeHintsPredicates;
 import org.springframework.integration.leader.Context;
 import org.springframework.integration.leader.DefaultCandidate;
 import org.springframework.integration.support.leader.LockRegistryLeaderInitiator;
@@ -141,11 +143,21 @@ class BatonLockRegistryTest {
         if (DISTRIBUTED_LOCK == null) {
             System.out.println("[spring-boot-3.5 lane] Spring Integration 6.5: the registry's locks are plain Locks "
                     + "(no DistributedLock there)");
+            RuntimeHints hints = new RuntimeHints();
+            new BatonLockRegistryRuntimeHints().registerHints(hints, getClass().getClassLoader());
+            assertEquals(0L, hints.proxies().jdkProxyHints().count(), "no proxy hint for a type 6.5 lacks");
             assertTrue(lock.tryLock());
             lock.unlock();
             return;
         }
         assertTrue(DISTRIBUTED_LOCK.isInstance(lock), "a DistributedLock on Spring Integration 7: " + lock.getClass());
+        RuntimeHints hints = new RuntimeHints();
+        new BatonLockRegistryRuntimeHints().registerHints(hints, getClass().getClassLoader());
+        assertTrue(RuntimeHintsPredicates.proxies().forInterfaces(DISTRIBUTED_LOCK).test(hints),
+                "a native image is told about the proxy");
+        NullPointerException noWait = assertThrows(NullPointerException.class, () -> distributed(lock, "tryLock",
+                new Class<?>[] {Duration.class, Duration.class}, null, Duration.ofSeconds(5)));
+        assertTrue(String.valueOf(noWait.getMessage()).contains("waitTime"), String.valueOf(noWait.getMessage()));
         assertEquals(true, distributed(lock, "tryLock", new Class<?>[] {Duration.class, Duration.class},
                 Duration.ZERO, Duration.ofSeconds(5)));
         try {

@@ -7,7 +7,8 @@ import java.util.List;
 
 /**
  * Spring Boot 3.5's Redis connection details and properties as {@link ConnectionDetailsUris.Details}
- * (Boot 3.5 has no static master/replica setup; its SSL bundle is a property).
+ * (Boot 3.5 has no static master/replica setup; a service connection's SSL bundle is on each of
+ * its standalone, Sentinel and Cluster parts).
  */
 final class Boot3RedisDetails {
     private Boot3RedisDetails() {
@@ -23,7 +24,11 @@ final class Boot3RedisDetails {
                 sentinel == null ? null : new ConnectionDetailsUris.Sentinel(nodes(sentinel.getNodes()), sentinel.getMaster(),
                         sentinel.getDatabase(), sentinel.getPassword()),
                 cluster == null ? null : nodes(cluster.getNodes()),
-                false, redis.getSsl().getBundle() != null, redis.getSsl().isEnabled(), redis.getClientName());
+                false, ConnectionDetailsUris.Ssl.of(redis.getSsl().isEnabled(), redis.getSsl().getBundle(), redis.getUrl(),
+                        () -> (standalone != null && standalone.getSslBundle() != null)
+                                || (sentinel != null && sentinel.getSslBundle() != null)
+                                || (cluster != null && cluster.getSslBundle() != null)),
+                redis.getClientName());
     }
 
     private static List<ConnectionDetailsUris.Node> nodes(List<RedisConnectionDetails.Node> nodes) {

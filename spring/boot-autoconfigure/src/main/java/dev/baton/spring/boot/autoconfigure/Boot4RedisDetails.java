@@ -20,7 +20,8 @@ final class Boot4RedisDetails {
                 sentinel == null ? null : new ConnectionDetailsUris.Sentinel(nodes(sentinel.getNodes()), sentinel.getMaster(),
                         sentinel.getDatabase(), sentinel.getPassword()),
                 cluster == null ? null : nodes(cluster.getNodes()),
-                details.getMasterReplica() != null, details.getSslBundle() != null, redis.getSsl().isEnabled(),
+                details.getMasterReplica() != null, ConnectionDetailsUris.Ssl.of(redis.getSsl().isEnabled(),
+                        redis.getSsl().getBundle(), redis.getUrl(), () -> details.getSslBundle() != null),
                 redis.getClientName());
     }
 

@@ -3,6 +3,7 @@ package dev.baton.spring.boot.autoconfigure;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 /**
  * The Redis URIs of Baton's own client, made from Spring Data Redis's connection details when the
@@ -11,11 +12,12 @@ import java.util.List;
  * both become one {@link Details}.
  *
  * <p>Carried: a standalone host, port and database; Sentinel nodes, master name and database;
- * Cluster nodes; the username and password; {@code spring.data.redis.ssl.enabled} (TLS with the
- * JVM's trust); the client name. Not carried, and refused by name at the client's first use: a
- * static master/replica setup, an SSL bundle ({@code spring.data.redis.ssl.bundle}), and a
- * Sentinel password of its own ({@code spring.data.redis.sentinel.password}). For those, give the
- * application a Lettuce connection factory or a {@code Baton} bean of its own.
+ * Cluster nodes; the username and password; {@code spring.data.redis.ssl.enabled} or a
+ * {@code rediss://} URL (TLS with the JVM's trust); the client name. Not carried, and refused by
+ * name at the client's first use: a static master/replica setup, an SSL bundle (named by
+ * {@code spring.data.redis.ssl.bundle}, or a service connection's own), and a Sentinel password
+ * of its own ({@code spring.data.redis.sentinel.password}). For those, give the application a
+ * Lettuce connection factory or a {@code Baton} bean of its own.
  *
  * @param uris    the URIs, one per cluster node, else one
  * @param cluster whether they are nodes of a Redis Cluster
@@ -32,12 +34,41 @@ record ConnectionDetailsUris(List<String> uris, boolean cluster) {
      * @param sentinel      the Sentinel setup, or null
      * @param cluster       the cluster nodes, or null without a cluster
      * @param masterReplica whether a static master/replica setup is configured (Boot 4 only)
-     * @param sslBundle     whether an SSL bundle is configured
-     * @param ssl           whether {@code spring.data.redis.ssl.enabled} is set
+     * @param ssl           what the SSL settings ask for
      * @param clientName    the client name, or null
      */
     record Details(String username, String password, Standalone standalone, Sentinel sentinel, List<Node> cluster,
-                   boolean masterReplica, boolean sslBundle, boolean ssl, String clientName) {
+                   boolean masterReplica, Ssl ssl, String clientName) {
+    }
+
+    /**
+     * What the SSL settings ask for.
+     *
+     * @param tls               TLS with the JVM's trust
+     * @param unsupportedBundle where an SSL bundle Baton would have to use comes from, or null
+     */
+    record Ssl(boolean tls, String unsupportedBundle) {
+        static final Ssl NONE = new Ssl(false, null);
+
+        /**
+         * What Spring Boot's Lettuce configuration makes of the SSL properties and the details'
+         * own bundle, both lines alike: {@code spring.data.redis.ssl.enabled} (or a
+         * {@code rediss://} {@code spring.data.redis.url}) without a bundle name is TLS with the
+         * JVM's trust (the details then carry Boot's system-default bundle); a bundle name while
+         * SSL is enabled, or a bundle that the details carry while the properties ask for no SSL
+         * (a service connection's own), is a bundle Baton's URIs cannot carry. The details are
+         * asked for their bundle only in that last case (Boot looks a named bundle up when asked).
+         */
+        static Ssl of(boolean enabled, String bundleName, String url, BooleanSupplier detailsHaveBundle) {
+            boolean rediss = url != null && url.startsWith("rediss:");
+            if (enabled && bundleName != null && !bundleName.isEmpty()) {
+                return new Ssl(true, "spring.data.redis.ssl.bundle");
+            }
+            if (!enabled && !rediss && detailsHaveBundle.getAsBoolean()) {
+                return new Ssl(true, "the connection details' own SSL bundle, as a service connection gives it");
+            }
+            return new Ssl(enabled || rediss, null);
+        }
     }
 
     /** A host and port. */
@@ -53,17 +84,21 @@ record ConnectionDetailsUris(List<String> uris, boolean cluster) {
     }
 
     static ConnectionDetailsUris of(Details details) {
-        boolean ssl = details.ssl();
+        boolean ssl = details.ssl().tls();
         String clientName = details.clientName();
         if (details.masterReplica()) {
             throw new IllegalStateException("Baton cannot open its own client on a static master/replica setup "
                     + "(spring.data.redis.masterreplica.nodes): use Spring Data Redis on Lettuce with a standalone, "
                     + "Sentinel or Cluster setup, or define a Baton bean of your own");
         }
-        if (details.sslBundle()) {
+        if (details.ssl().unsupportedBundle() != null) {
             throw new IllegalStateException("Baton cannot open its own client with an SSL bundle "
-                    + "(spring.data.redis.ssl.bundle): without a Lettuce connection factory to share, define a Baton "
+                    + "(" + details.ssl().unsupportedBundle() + "): without a Lettuce connection factory to share, define a Baton "
                     + "bean of your own with Baton.create(redisClient, options) on a Lettuce client with those SSL options");
+        }
+        if (details.cluster() == null && details.sentinel() == null && details.standalone() == null) {
+            throw new IllegalStateException("Baton cannot open its own client: the Redis connection details name no "
+                    + "standalone server, Sentinel or Cluster");
         }
         String credentials = credentials(details.username(), details.password());
         String query = clientName == null || clientName.isBlank() ? "" : "?clientName=" + encode(clientName);

@@ -218,9 +218,21 @@ class BatonAutoConfigurationTest {
                     assertInstanceOf(IllegalArgumentException.class, cause, String.valueOf(refused));
                     assertTrue(cause.getMessage().contains("URI"), cause.getMessage());
                 });
-        runner.withPropertyValues("management.health.baton.enabled=false")
-                .run(context -> assertTrue(context.getBeansOfType(BootLine.healthIndicatorType()).isEmpty(),
-                        "management.health.baton.enabled=false"));
+    }
+
+    @Test
+    void theHealthIndicatorIsTheLinesOwnAndTurnsOffByProperty() {
+        runner.run(context -> {
+            assertInstanceOf(BootLine.healthIndicatorType(), context.getBean("batonHealthIndicator"),
+                    "this Boot line's health contract");
+            assertEquals(1, context.getBeansOfType(BatonLeaseLosses.class).size());
+        });
+        runner.withPropertyValues("management.health.baton.enabled=false").run(context -> {
+            assertFalse(context.containsBean("batonHealthIndicator"), "management.health.baton.enabled=false");
+            assertTrue(context.getBeansOfType(BatonLeaseLosses.class).isEmpty());
+        });
+        runner.withPropertyValues("management.health.defaults.enabled=false")
+                .run(context -> assertFalse(context.containsBean("batonHealthIndicator"), "management.health.defaults.enabled=false"));
     }
 
     /** A runner with only the Redis and Baton auto-configuration, on whatever {@code properties} name. */

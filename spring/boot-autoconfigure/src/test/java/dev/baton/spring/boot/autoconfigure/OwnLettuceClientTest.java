@@ -2,10 +2,14 @@ package dev.baton.spring.boot.autoconfigure;
 
 import dev.baton.Baton;
 import dev.baton.BatonLock;
+import dev.baton.RedisUnavailableException;
 import dev.baton.testkit.RedisServer;
 import dev.baton.testkit.RespClient;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.ssl.DefaultSslBundleRegistry;
+import org.springframework.boot.ssl.SslBundle;
+import org.springframework.boot.ssl.SslBundles;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -13,7 +17,9 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import java.lang.reflect.Proxy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -63,6 +69,39 @@ class OwnLettuceClientTest {
                         lock.unlock();
                         assertEquals("UP", BootLine.health(context).status());
                     });
+        }
+    }
+
+    /**
+     * TLS from the properties, as Boot's own Lettuce configuration reads them: with
+     * {@code ssl.enabled} and no bundle name, or a {@code rediss://} URL, Baton's client speaks
+     * TLS (to a plain Redis here, so its first use fails to connect rather than being refused or
+     * connecting in plain text); a bundle name is refused by name.
+     */
+    @Test
+    void tlsFromThePropertiesIsUsedAndABundleIsRefusedByName() throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            ApplicationContextRunner runner = new ApplicationContextRunner()
+                    .withConfiguration(AutoConfigurations.of(BootLine.redisAutoConfiguration(), BatonAutoConfiguration.class))
+                    .withBean(RedisConnectionFactory.class, OwnLettuceClientTest::anotherFactory)
+                    .withPropertyValues("baton.command-timeout=1s");
+            String hostPort = redis.host() + ":" + redis.port();
+            for (String tls : new String[] {"spring.data.redis.ssl.enabled=true", "spring.data.redis.url=rediss://" + hostPort}) {
+                runner.withPropertyValues("spring.data.redis.host=" + redis.host(), "spring.data.redis.port=" + redis.port(), tls)
+                        .run(context -> assertThrows(RedisUnavailableException.class,
+                                () -> context.getBean(Baton.class).lock("k").tryLock(), tls + ": TLS to a plain server"));
+            }
+            runner.withBean(SslBundles.class, () -> new DefaultSslBundleRegistry("client", SslBundle.systemDefault()))
+                    .withPropertyValues("spring.data.redis.host=" + redis.host(), "spring.data.redis.port=" + redis.port(),
+                    "spring.data.redis.ssl.enabled=true", "spring.data.redis.ssl.bundle=client").run(context -> {
+                Exception refused = assertThrows(Exception.class, () -> context.getBean(Baton.class).lock("k").tryLock());
+                Throwable cause = refused;
+                while (!(cause instanceof IllegalStateException) && cause.getCause() != null) {
+                    cause = cause.getCause();
+                }
+                assertInstanceOf(IllegalStateException.class, cause, String.valueOf(refused));
+                assertTrue(cause.getMessage().contains("spring.data.redis.ssl.bundle"), cause.getMessage());
+            });
         }
     }
 }
