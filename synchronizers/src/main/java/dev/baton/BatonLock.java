@@ -210,6 +210,63 @@ public interface BatonLock extends Lock {
      */
     Optional<LockHold> tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
+    /**
+     * Acquires the lock like {@link #lockInterruptibly()} (the watchdog keeps the lease alive),
+     * runs {@code work} in the calling thread with the {@link LeaseScope} of this hold, and
+     * releases the lock however the work ends: work that is stopped when its lease is lost.
+     * <pre>{@code
+     * lock.withLock(scope -> {
+     *     for (Invoice invoice : batch) {
+     *         scope.checkValid();          // LeaseLostException once the lease is not known to be held
+     *         ledger.post(invoice);
+     *     }
+     *     return null;
+     * });
+     * }</pre>
+     *
+     * <p>The work is stopped, by interrupting the thread that runs it, when
+     * <ul>
+     *   <li>Baton finds the lease lost: the watchdog's renewal finds the lock gone from Redis
+     *       (deleted, force-unlocked, Redis restarted without its data), which it does within a
+     *       third of the watchdog timeout after it went, plus that renewal's round trip; or</li>
+     *   <li>the lease's validity runs out on this client's clock (see {@link LeaseScope}):
+     *       renewal has not been confirmed for the watchdog timeout less the margin, because
+     *       Redis is unreachable or paused. The stop is set for before Redis itself can let the
+     *       lease expire (a thread that the JVM does not run for longer than the margin still
+     *       gets it late: that is what fencing tokens are for); or</li>
+     *   <li>the client is closed, since nothing renews the lease any more.</li>
+     * </ul>
+     * Work that blocks (I/O, {@code sleep}, a wait) ends with {@link InterruptedException} or
+     * its interruptible equivalent; work that computes should call {@link LeaseScope#checkValid()}.
+     * Either way, once the work returns or throws, {@code withLock} throws
+     * {@link LeaseLostException} with the work's exception, if any, as its cause (an
+     * {@link Error} is thrown as it is, with the {@code LeaseLostException} suppressed), and the
+     * thread's interrupt status is as it was before the stop. If the release then cannot be
+     * confirmed either, Baton forgets the hold (nothing renews it, so Redis lets it expire
+     * within its lease) and adds the {@link RedisUnavailableException} to the
+     * {@code LeaseLostException} as suppressed. A loss found before the work starts ends the call
+     * the same way without running it. Scoped work may run inside scoped work on the same
+     * thread; each is stopped by its own lease.
+     *
+     * <p>How the call can end: with the work's result; with the work's exception after the lock
+     * was released; with {@link LeaseLostException} as above; with {@link InterruptedException}
+     * if the thread is interrupted while waiting for the lock (nothing is held and the work does
+     * not run); with {@link RedisUnavailableException} if Redis does not answer the acquisition
+     * within the command timeout (+ 150 ms; nothing is held) or does not confirm the release
+     * (the work ran; the hold is kept, and {@link #unlock()} from the same thread completes it,
+     * as for any unconfirmed release). A release's own failure after work that threw is added to
+     * the work's exception as suppressed.
+     *
+     * @param work the work; called once, with the scope of this hold
+     * @return what the work returned
+     * @throws E                         what the work threw
+     * @throws InterruptedException      if interrupted while waiting for the lock
+     * @throws LeaseLostException        if the lease was lost, or its validity ran out, while the
+     *                                   work ran
+     * @throws RedisUnavailableException as above
+     */
+    <T, E extends Exception> T withLock(LeaseWork<T, E> work) throws E, InterruptedException;
+
     /** Not supported: a distributed lock has no conditions. */
     @Override
     default Condition newCondition() {

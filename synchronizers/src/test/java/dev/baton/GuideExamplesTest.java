@@ -61,6 +61,28 @@ class GuideExamplesTest extends TwoClientsTest {
     }
 
     @Test
+    void lockScoped() throws Exception {
+        Baton baton = a;
+        List<String> entries = List.of("invoice-1", "invoice-2", "invoice-3");
+        List<String> ledger = new ArrayList<>();
+        // snippet lock-scoped begins
+        BatonLock lock = baton.lock("ledger");
+        int posted = lock.withLock(scope -> {
+            int count = 0;
+            for (String entry : entries) {
+                scope.checkValid(); // LeaseLostException once the lease is not known to be held
+                ledger.add(entry);
+                count++;
+            }
+            return count;
+        }); // released here; stopped (interrupted) if the lease is lost meanwhile
+        // snippet lock-scoped ends
+        assertEquals(3, posted);
+        assertEquals(entries, ledger);
+        assertFalse(lock.isLocked());
+    }
+
+    @Test
     void lockAsync() throws Exception {
         Baton baton = a;
         // snippet lock-async begins

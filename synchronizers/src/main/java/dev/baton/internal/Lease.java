@@ -1,6 +1,9 @@
 package dev.baton.internal;
 
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * What this client knows about one owner's hold on one lock: how many times the owner holds it
@@ -32,6 +35,49 @@ final class Lease {
      */
     volatile long sentNanos;
 
+    /**
+     * From when the lease's validity ({@link #validUntilNanos()}) counts: the send of the grant
+     * that made this record, or of the last confirmed renewal or update, whichever is latest.
+     * A re-entry does not move it: not every kind's re-entry sets the whole lock's expiry (a
+     * read hold refreshes only its own timeout key).
+     */
+    volatile long validFromNanos;
+    /**
+     * The shortest lease any grant, renewal or update set on this record: a command confirmed
+     * earlier may still run after a later one (another connection), so only the shortest is
+     * sure to last from {@link #validFromNanos}.
+     */
+    volatile long shortestLeaseMs;
+
+    /** Told once, with the reason, when the lease is lost or this record stops being the live one. */
+    final List<Consumer<String>> onLoss = new CopyOnWriteArrayList<>();
+
+    /** The part of the lease that {@link #validUntilNanos()} leaves out for clocks that run at different rates: 1 %. */
+    static final int DRIFT_PERCENT = 1;
+    /** And a fixed part: Redis's expiry resolution and the client's timer tick (10 ms), with room. */
+    static final long MARGIN_FIXED_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
+
+    /**
+     * Until when, on the client's clock, Redis surely still has this lease: from
+     * {@link #validFromNanos} (Redis set the lease after that send), {@link #shortestLeaseMs},
+     * less {@value #DRIFT_PERCENT} % of it and 25 ms. Only what this client has confirmed
+     * counts, so a renewal in flight does not extend it.
+     */
+    long validUntilNanos() {
+        long lease = TimeUnit.MILLISECONDS.toNanos(shortestLeaseMs);
+        return validFromNanos + lease - lease / 100 * DRIFT_PERCENT - MARGIN_FIXED_NANOS;
+    }
+
+    /** A confirmed renewal or update, sent at {@code sentNanos}, set a lease of {@code leaseMs}. */
+    void confirmed(long sentNanos, long leaseMs) {
+        if (sentNanos - validFromNanos > 0) {
+            validFromNanos = sentNanos;
+        }
+        if (leaseMs < shortestLeaseMs) {
+            shortestLeaseMs = leaseMs;
+        }
+    }
+
     /** The lease, as it now stands (watchdog or {@link #leaseMs}), starts at {@code nowNanos}. */
     void leaseFrom(long nowNanos) {
         expiresNanos = watchdog ? Long.MAX_VALUE : nowNanos + TimeUnit.MILLISECONDS.toNanos(leaseMs);
@@ -57,6 +103,8 @@ final class Lease {
         this.watchdog = watchdog;
         this.lastRenewedNanos = nowNanos;
         this.grantedNanos = nowNanos;
+        this.validFromNanos = nowNanos;
+        this.shortestLeaseMs = leaseMs;
     }
 
     @Override

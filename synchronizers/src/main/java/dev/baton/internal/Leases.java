@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -116,10 +117,15 @@ final class Leases {
             // it, so a purge racing with this grant removes only the old one. So is a lease whose
             // final release is still in flight (a give-back of a cancelled acquisition's late
             // grant, say): that release's answer forgets its own record, never this new hold's.
+            Lease replaced = live.get(k);
             lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, now);
             lease.leaseFrom(now);
             lease.sentNanos = sentNanos;
+            lease.validFromNanos = sentNanos;
             live.put(k, lease);
+            if (replaced != null) {
+                tellLoss(replaced, "its hold ended and a new one replaced it");
+            }
             if (watchdog) {
                 registry.register(lease);
             }
@@ -128,6 +134,9 @@ final class Leases {
         lease.holds = holds;
         lease.leaseMs = leaseMs;
         lease.sentNanos = sentNanos;
+        if (leaseMs < lease.shortestLeaseMs) {
+            lease.shortestLeaseMs = leaseMs; // a re-entry's own lease may run after a later renewal
+        }
         lease.releaseUnconfirmed = false;
         if (watchdog) {
             // Also after a final release that could not be confirmed stopped its renewal.
@@ -261,10 +270,17 @@ final class Leases {
         turns.forEach(t -> t.complete(null)); // outside the compute: starting may send, settle, and leave again
     }
 
-    /** An owner-checked update gave a fixed lease {@code leaseMs} from now. */
-    void updated(Lease lease, long leaseMs) {
+    /** An owner-checked update, sent at {@code sentNanos}, gave a fixed lease {@code leaseMs} from now. */
+    void updated(Lease lease, long leaseMs, long sentNanos) {
         lease.leaseMs = leaseMs;
+        lease.sentNanos = sentNanos;
+        lease.confirmed(sentNanos, leaseMs);
         lease.leaseFrom(scheduler.nanoTime());
+    }
+
+    /** Whether {@code lease} is still the live record of its owner's hold (not released, not lost, not replaced). */
+    boolean isLive(Lease lease) {
+        return live.get(new Key(lease.key, lease.owner)) == lease;
     }
 
     /** Now on the client's clock (the one leases are measured on). */
@@ -326,7 +342,9 @@ final class Leases {
 
     /** Forgets a lease whose last hold was released (or that Redis says is gone), and stops renewing it. */
     void remove(Lease lease) {
-        live.remove(new Key(lease.key, lease.owner), lease);
+        if (live.remove(new Key(lease.key, lease.owner), lease)) {
+            tellLoss(lease, "its hold was released or given back while the work ran");
+        }
         registry.unregister(lease);
     }
 
@@ -366,10 +384,22 @@ final class Leases {
         Key k = new Key(lease.key, lease.owner);
         if (live.remove(k, lease)) {
             observer.leaseLost(lease.key, BatonObserver.LossCause.GONE);
+            tellLoss(lease, "a release found it gone from Redis: " + reason);
         }
         registry.unregister(lease);
         if (otherHolds > 0) {
             lost.put(k, new LostHolds(reason, otherHolds));
+        }
+    }
+
+    /** Tells the lease-scoped work under {@code lease} that it is not held any more, and why. */
+    private static void tellLoss(Lease lease, String reason) {
+        for (Consumer<String> watcher : lease.onLoss) {
+            try {
+                watcher.accept(reason);
+            } catch (RuntimeException e) {
+                log.warn("stopping lease-scoped work under '{}' failed", lease.key, e);
+            }
         }
     }
 
@@ -387,6 +417,7 @@ final class Leases {
         observer.leaseLost(lease.key, cause);
         lost.put(k, new LostHolds(reason, Math.max(1, lease.holds)));
         log.warn("Lease lost: lock '{}' held by {}: {}", lease.key, lease.owner, reason);
+        tellLoss(lease, "Baton found it lost: " + reason);
         if (listener != null) {
             try {
                 listener.leaseLost(lease.key, lease.owner, reason);
@@ -398,6 +429,9 @@ final class Leases {
 
     /** Forgets everything (the client is closing). */
     void clear() {
+        for (Lease lease : live.values()) {
+            tellLoss(lease, "the client was closed, so nothing renews it");
+        }
         live.clear();
         lost.invalidateAll();
     }

@@ -7,11 +7,14 @@ package dev.baton.internal;
 import dev.baton.BatonLock;
 import dev.baton.BatonObserver;
 import dev.baton.LeaseLostException;
+import dev.baton.LeaseWork;
 import dev.baton.LockHold;
+import dev.baton.RedisUnavailableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -114,6 +117,64 @@ class RedisLock implements BatonLock {
     }
 
     @Override
+    public <T, E extends Exception> T withLock(LeaseWork<T, E> work) throws E, InterruptedException {
+        Objects.requireNonNull(work, "work");
+        long ownerId = Names.threadOwner();
+        lockInterruptibly();
+        Lease lease = services.leases().get(name, owner(ownerId));
+        if (lease == null) {
+            unlock(); // lost between the grant and here: the unlock says so (LeaseLostException)
+            throw new IllegalStateException("'" + name + "' was granted but is not in the lease table");
+        }
+        LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
+                recipe.kind() == BatonObserver.Kind.FENCED_LOCK, Thread.currentThread());
+        scope.watch();
+        T result = null;
+        Throwable failure = null;
+        try {
+            if (!scope.isStopped()) { // lost between the grant and the watch: the work does not start
+                result = work.run(scope);
+            }
+        } catch (Throwable t) {
+            failure = t;
+        }
+        String stopped = scope.finish();
+        RuntimeException releaseFailure = null;
+        try {
+            unlock();
+        } catch (RuntimeException e) {
+            releaseFailure = e;
+        }
+        if (stopped != null) {
+            if (releaseFailure instanceof RedisUnavailableException) {
+                // Not known to be held, and not known to be released: nothing renews it any more
+                // (its renewal stopped before the release was sent), so Redis lets it expire
+                // within its lease; nobody will call unlock again for it.
+                forgetUnconfirmed(ownerId);
+            }
+            LeaseLostException lost = scope.lost(failure instanceof Error ? null : failure);
+            if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
+                lost.addSuppressed(releaseFailure);
+            }
+            if (failure instanceof Error error) {
+                error.addSuppressed(lost);
+                throw error;
+            }
+            throw lost;
+        }
+        if (failure != null) {
+            if (releaseFailure != null) {
+                failure.addSuppressed(releaseFailure);
+            }
+            throw LeaseScopedWork.<E>rethrow(failure);
+        }
+        if (releaseFailure != null) {
+            throw releaseFailure;
+        }
+        return result;
+    }
+
+    @Override
     public LockHold acquire() {
         long owner = Names.threadOwner();
         lock();
@@ -180,13 +241,14 @@ class RedisLock implements BatonLock {
             return CompletableFuture.failedFuture(new IllegalStateException(recipe + " '" + name + "' is held by "
                     + owner + " under the watchdog, which renews it already; updateLease is for a hold taken with a lease time"));
         }
+        long sent = services.leases().nanoTime();
         return services.renewer().update(lease, leaseMs).thenApply(held -> {
             if (!held) {
                 String reason = "its lease expired or the lock was deleted before updateLease";
                 services.leases().lost(lease, reason);
                 throw leaseLost(owner, reason);
             }
-            services.leases().updated(lease, leaseMs);
+            services.leases().updated(lease, leaseMs, sent);
             return null;
         });
     }

@@ -113,7 +113,7 @@ final class RenewalRegistry implements AutoCloseable {
             calls.add(renewer.renew(batch, watchdogMs)
                     .handle((renewed, error) -> {
                         observer.renewal(batch.size(), error == null, scheduler.nanoTime() - sent);
-                        settle(batch, renewed, error);
+                        settle(batch, renewed, error, sent);
                         return null;
                     }));
         }
@@ -134,7 +134,7 @@ final class RenewalRegistry implements AutoCloseable {
         return batches;
     }
 
-    private void settle(List<Lease> batch, List<Boolean> renewed, Throwable error) {
+    private void settle(List<Lease> batch, List<Boolean> renewed, Throwable error, long sentNanos) {
         long now = scheduler.nanoTime();
         if (error != null) {
             log.debug("renewing {} leases failed: {}", batch.size(), error.toString());
@@ -152,6 +152,7 @@ final class RenewalRegistry implements AutoCloseable {
             Lease lease = batch.get(i);
             if (Boolean.TRUE.equals(renewed.get(i))) {
                 lease.lastRenewedNanos = now;
+                lease.confirmed(sentNanos, watchdogMs);
             } else {
                 lost(lease, BatonObserver.LossCause.GONE, "the watchdog found the lock no longer held by its owner in Redis (it was deleted, "
                         + "force-unlocked, expired, or Redis lost its data)");

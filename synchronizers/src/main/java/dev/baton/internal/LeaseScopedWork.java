@@ -1,0 +1,199 @@
+package dev.baton.internal;
+
+import dev.baton.LeaseLostException;
+import dev.baton.LeaseScope;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.OptionalLong;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+/**
+ * One run of lease-scoped work ({@code BatonLock.withLock}): the {@link LeaseScope} the work is
+ * given, and what stops the work when its lease is lost (the lease table tells {@link Lease#onLoss})
+ * or its validity runs out on the client's clock (a timer at {@link Lease#validUntilNanos()},
+ * re-armed while renewals move that on).
+ *
+ * <p>The blocking form stops the work by interrupting its thread. The interrupt is given only
+ * while the work runs: {@link #finish()} and {@link #stop(String)} take one lock, so a stop
+ * that comes after the work returned does nothing. {@link #finish()} leaves the thread's
+ * interrupt status as it was before the stop: it clears the stop's interrupt, and sets it again
+ * if the thread was interrupted already when the stop came, or if work around this one (scoped
+ * work the same thread runs this inside) has been stopped too, whose interrupt this one's
+ * clearing would otherwise take away. An interrupt from elsewhere that comes after the stop is
+ * taken for the stop's.
+ */
+final class LeaseScopedWork implements LeaseScope {
+    private final String lockName;
+    private final Lease lease;
+    private final Leases leases;
+    private final Scheduler scheduler;
+    private final boolean fenced;
+    private final Thread worker;
+    private final ReentrantLock guard = new ReentrantLock();
+    /** The scoped work each thread runs now, innermost last (only the blocking form's threads). */
+    private static final ThreadLocal<ArrayDeque<LeaseScopedWork>> RUNNING = ThreadLocal.withInitial(ArrayDeque::new);
+    private final Consumer<String> onLoss = this::stop;
+    /** Why the work was stopped, or null; written under {@link #guard}. */
+    private volatile String stopped;
+    private boolean finished;
+    private boolean interruptedBefore;
+    private Scheduler.Cancellable timer;
+
+    LeaseScopedWork(String lockName, Lease lease, Leases leases, Scheduler scheduler, boolean fenced, Thread worker) {
+        this.lockName = lockName;
+        this.lease = lease;
+        this.leases = leases;
+        this.scheduler = scheduler;
+        this.fenced = fenced;
+        this.worker = worker;
+    }
+
+    /** Starts watching, on the work's thread: from now a loss or the end of the validity stops the work. */
+    void watch() {
+        RUNNING.get().addLast(this);
+        lease.onLoss.add(onLoss);
+        check();
+    }
+
+    /** Whether the work has been stopped (it may already be before it starts: a loss before {@link #watch()} ended). */
+    boolean isStopped() {
+        return stopped != null;
+    }
+
+    /** Stops the work at once if its lease is gone or its validity has run out; else re-arms the timer for its end. */
+    private void check() {
+        if (!leases.isLive(lease)) {
+            stop("Baton found it lost, or it ended");
+            return;
+        }
+        long left = lease.validUntilNanos() - scheduler.nanoTime();
+        if (left <= 0) {
+            stop("its validity ran out on this client's clock: no renewal was confirmed for the lease less its margin "
+                    + "(Redis unreachable or paused?), so Redis may let it expire");
+            return;
+        }
+        guard.lock();
+        try {
+            if (!finished && stopped == null) {
+                timer = scheduler.schedule(this::check, left, TimeUnit.NANOSECONDS);
+            }
+        } finally {
+            guard.unlock();
+        }
+    }
+
+    /** Stops the work (once, and only while it runs): interrupts its thread. */
+    void stop(String why) {
+        guard.lock();
+        try {
+            if (finished || stopped != null) {
+                return;
+            }
+            stopped = why;
+            interruptedBefore = worker.isInterrupted();
+            worker.interrupt();
+        } finally {
+            guard.unlock();
+        }
+    }
+
+    /**
+     * The work has ended: stops watching and, if the work was stopped, clears the interrupt the
+     * stop gave. Called by the work's thread.
+     *
+     * @return why the work was stopped, or null if it was not
+     */
+    String finish() {
+        lease.onLoss.remove(onLoss);
+        ArrayDeque<LeaseScopedWork> running = RUNNING.get();
+        running.remove(this);
+        if (running.isEmpty()) {
+            RUNNING.remove();
+        }
+        guard.lock();
+        try {
+            finished = true;
+            if (timer != null) {
+                timer.cancel();
+            }
+            if (stopped != null) {
+                Thread.interrupted();
+                boolean outerStopped = running.stream().anyMatch(LeaseScopedWork::isStopped);
+                if (interruptedBefore || outerStopped) {
+                    worker.interrupt();
+                }
+            }
+            return stopped;
+        } finally {
+            guard.unlock();
+        }
+    }
+
+    @Override
+    public String lockName() {
+        return lockName;
+    }
+
+    @Override
+    public Duration remaining() {
+        if (stopped != null || !leases.isLive(lease)) {
+            return Duration.ZERO;
+        }
+        long left = lease.validUntilNanos() - scheduler.nanoTime();
+        return left <= 0 ? Duration.ZERO : Duration.ofNanos(left);
+    }
+
+    @Override
+    public boolean isValid() {
+        return !remaining().isZero();
+    }
+
+    @Override
+    public void checkValid() {
+        if (!isValid()) {
+            throw lost(null);
+        }
+    }
+
+    /** The exception for a lease that is not known to be held, with {@code cause} (may be null). */
+    LeaseLostException lost(Throwable cause) {
+        String why = stopped;
+        if (why == null) {
+            why = leases.isLive(lease) ? "its validity ran out on this client's clock" : "Baton found it lost, or it ended";
+        }
+        LeaseLostException e = new LeaseLostException(lockName, "the lease of '" + lockName + "' held by " + lease.owner
+                + " is not known to be held any more: " + why + "; another holder may have overlapped the work");
+        if (cause != null) {
+            e.initCause(cause);
+        }
+        return e;
+    }
+
+    @Override
+    public OptionalLong fencingToken() {
+        return fenced ? OptionalLong.of(lease.token) : OptionalLong.empty();
+    }
+
+    /**
+     * {@code failure} to throw from a method declared to throw {@code E}: unchecked as it is, or
+     * else the work's own checked {@code E} (the only checked exception the work could throw).
+     */
+    @SuppressWarnings("unchecked")
+    static <E extends Exception> E rethrow(Throwable failure) throws E {
+        if (failure instanceof RuntimeException e) {
+            throw e;
+        }
+        if (failure instanceof Error e) {
+            throw e;
+        }
+        throw (E) failure;
+    }
+
+    @Override
+    public String toString() {
+        return "LeaseScope{" + lockName + ", remaining " + remaining().toMillis() + " ms}";
+    }
+}

@@ -1,0 +1,230 @@
+package dev.baton;
+
+import dev.baton.testkit.Bounds;
+import dev.baton.testkit.RedisExtension;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link BatonLock#withLock(LeaseWork)}: the work runs with its lease's scope, the lock is
+ * released however the work ends, and the work is stopped within the bounds of the javadoc when
+ * the lease is lost (deleted by another client, Redis restarted empty) or its validity runs out
+ * on the client's clock (Redis paused, so no renewal is confirmed). The watchdog timeout is
+ * 900 ms: a renewal every 300 ms.
+ */
+@ExtendWith(RedisExtension.class)
+class LeaseScopedWorkTest {
+    private static final Duration WATCHDOG = Duration.ofMillis(900);
+    private final RedisServer redis;
+    private Baton baton;
+
+    LeaseScopedWorkTest(RedisServer redis) {
+        this.redis = redis;
+    }
+
+    @BeforeEach
+    void open() {
+        redis.command("FLUSHALL");
+        baton = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG)
+                .commandTimeout(Duration.ofSeconds(1)).build());
+    }
+
+    @AfterEach
+    void close() {
+        baton.close();
+    }
+
+    @Test
+    void theWorkRunsWithItsScopeAndTheLockIsReleasedHoweverItEnds() throws Exception {
+        BatonLock lock = baton.lock("scoped");
+        String result = lock.withLock(scope -> {
+            assertEquals("scoped", scope.lockName());
+            assertTrue(lock.isHeldByCurrentThread());
+            assertTrue(scope.isValid());
+            scope.checkValid();
+            long remaining = scope.remaining().toMillis();
+            assertTrue(remaining > 600 && remaining <= 900, "the watchdog lease less the margin: " + remaining);
+            assertTrue(scope.fencingToken().isEmpty(), "no tokens on a reentrant lock");
+            return "done";
+        });
+        assertEquals("done", result);
+        assertEquals(0L, redis.command("EXISTS", "scoped"), "released");
+
+        IOException thrown = new IOException("the work failed");
+        IOException caught = assertThrows(IOException.class, () -> lock.withLock(scope -> {
+            throw thrown;
+        }));
+        assertSame(thrown, caught, "the work's own exception");
+        assertEquals(0L, redis.command("EXISTS", "scoped"), "released after failing work");
+
+        BatonFencedLock fenced = baton.fencedLock("fenced-scoped");
+        long token = fenced.withLock(scope -> scope.fencingToken().orElseThrow());
+        assertTrue(token > 0, "the hold's fencing token: " + token);
+        assertTrue(fenced.withLock(scope -> scope.fencingToken().orElseThrow()) > token, "a later hold, a larger token");
+    }
+
+    @Test
+    void renewalsKeepTheScopeValidPastTheWatchdogTimeout() throws Exception {
+        BatonLock lock = baton.lock("long-work");
+        boolean valid = lock.withLock(scope -> {
+            Thread.sleep(WATCHDOG.toMillis() * 5 / 2); // two and a half leases: only confirmed renewals keep it valid
+            return scope.isValid();
+        });
+        assertTrue(valid, "still known to be held after 2.5 watchdog timeouts of healthy renewal");
+    }
+
+    /** Runs work that sleeps until interrupted under {@code lock}; {@code fault} runs once the work has started. */
+    private static Stop runUntilStopped(BatonLock lock, Runnable fault) throws Exception {
+        return runUntilStopped(lock, fault, scope -> { });
+    }
+
+    /** Work done in the work's own thread before it sleeps. */
+    private interface Before {
+        void run(LeaseScope scope) throws Exception;
+    }
+
+    /**
+     * As {@link #runUntilStopped(BatonLock, Runnable)}, with {@code before} run first in the
+     * work; the stop is timed from the fault, or from the end of {@code before} without one.
+     */
+    private static Stop runUntilStopped(BatonLock lock, Runnable fault, Before before) throws Exception {
+        CountDownLatch started = new CountDownLatch(1);
+        AtomicLong faultAt = new AtomicLong();
+        AtomicLong stoppedAt = new AtomicLong();
+        AtomicReference<LeaseScope> scopeSeen = new AtomicReference<>();
+        Thread faulter = new Thread(() -> {
+            try {
+                started.await();
+                faultAt.set(System.nanoTime());
+                fault.run();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        faulter.start();
+        LeaseLostException lost = assertThrows(LeaseLostException.class, () -> lock.withLock(scope -> {
+            scopeSeen.set(scope);
+            before.run(scope);
+            started.countDown();
+            try {
+                Thread.sleep(30_000);
+            } catch (InterruptedException e) {
+                stoppedAt.set(System.nanoTime());
+                throw e;
+            }
+            return null;
+        }));
+        faulter.join(10_000);
+        assertInstanceOf(InterruptedException.class, lost.getCause(), "the work's own exception is the cause: " + lost);
+        assertFalse(Thread.currentThread().isInterrupted(), "the stop's interrupt does not outlive the work");
+        assertFalse(scopeSeen.get().isValid(), "the scope says so too");
+        assertThrows(LeaseLostException.class, scopeSeen.get()::checkValid);
+        return new Stop(lost, Duration.ofNanos(stoppedAt.get() - faultAt.get()));
+    }
+
+    private record Stop(LeaseLostException lost, Duration after) {
+    }
+
+    @Test
+    void workIsStoppedWithinAThirdOfTheWatchdogTimeoutAfterTheKeyIsDeleted() throws Exception {
+        Duration bound = Bounds.within(WATCHDOG.dividedBy(3));
+        Stop stop = runUntilStopped(baton.lock("deleted"), () -> redis.command("DEL", "deleted"));
+        assertTrue(stop.after().compareTo(bound) <= 0, "stopped " + stop.after().toMillis() + " ms after the delete, bound "
+                + bound.toMillis() + " ms");
+        assertTrue(stop.lost().getMessage().contains("lost"), stop.lost().getMessage());
+    }
+
+    @Test
+    void workIsStoppedWithinTheLeaseWhenRedisRestartsEmpty() throws Exception {
+        // Renewals fail while Redis restarts, then find the lock gone: whichever comes first, the
+        // validity's end (at most a lease after the restart began) or the loss, stops the work.
+        Duration bound = Bounds.within(WATCHDOG);
+        Stop stop = runUntilStopped(baton.lock("restarted"), redis::restartWithoutData);
+        assertTrue(stop.after().compareTo(bound) <= 0, "stopped " + stop.after().toMillis()
+                + " ms after the restart began, bound " + bound.toMillis() + " ms");
+        assertEquals(0L, redis.command("EXISTS", "restarted"));
+    }
+
+    @Test
+    void workIsStoppedWhenItsValidityRunsOutWhileRedisIsPaused() throws Exception {
+        Duration bound = Bounds.within(WATCHDOG);
+        Stop stop;
+        try {
+            stop = runUntilStopped(baton.lock("paused"), redis::pause);
+        } finally {
+            redis.resume();
+        }
+        assertTrue(stop.after().compareTo(bound) <= 0, "stopped " + stop.after().toMillis()
+                + " ms after the pause: by the validity's end, before Redis lets the lease expire (bound "
+                + bound.toMillis() + " ms)");
+        assertTrue(stop.after().compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last confirmed renewal's lease "
+                + "could end: " + stop.after().toMillis() + " ms");
+        // Its validity's end stops it; a loading machine may let the watchdog's own verdict (no
+        // renewal for a whole lease) come first: either is a stop before Redis lets the lease go.
+        assertTrue(stop.lost().getMessage().contains("not known to be held"), stop.lost().getMessage());
+        assertEquals(0, baton.leasesHeld(), "a release that the paused Redis could not confirm is not kept: "
+                + java.util.Arrays.toString(stop.lost().getSuppressed()));
+    }
+
+    @Test
+    void closingTheClientStopsTheWork() throws Exception {
+        Baton closing = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG).build());
+        Stop stop = runUntilStopped(closing.lock("closing"), closing::close);
+        Duration bound = Bounds.within(Duration.ZERO);
+        assertTrue(stop.after().compareTo(bound) <= 0, "stopped " + stop.after().toMillis() + " ms after close began");
+        assertTrue(stop.lost().getMessage().contains("closed"), stop.lost().getMessage());
+    }
+
+    @Test
+    void nestedWorkIsStoppedByItsOwnLeaseAndLeavesTheOuterWorkStoppable() throws Exception {
+        BatonLock outer = baton.lock("outer");
+        BatonLock inner = baton.lock("inner");
+        AtomicReference<Boolean> interruptedAfterInner = new AtomicReference<>();
+        Stop stop = runUntilStopped(outer, () -> { }, scope -> {
+            LeaseLostException innerLost = assertThrows(LeaseLostException.class, () -> inner.withLock(innerScope -> {
+                redis.command("DEL", "inner");
+                Thread.sleep(30_000);
+                return null;
+            }));
+            assertInstanceOf(InterruptedException.class, innerLost.getCause());
+            interruptedAfterInner.set(Thread.currentThread().isInterrupted());
+            assertTrue(scope.isValid(), "the outer lease is untouched");
+            redis.command("DEL", "outer");
+        });
+        assertEquals(false, interruptedAfterInner.get(), "the inner stop's interrupt ends with the inner work");
+        assertTrue(stop.after().compareTo(Bounds.within(WATCHDOG.dividedBy(3))) <= 0,
+                "the outer work is stopped by its own loss: " + stop.after().toMillis() + " ms");
+    }
+
+    @Test
+    void workThatReleasesItsOwnHoldIsStoppedAndAShorterReEntryShortensTheScope() throws Exception {
+        BatonLock lock = baton.lock("self-released");
+        Stop stop = runUntilStopped(lock, () -> { }, scope -> lock.unlock());
+        assertTrue(stop.after().compareTo(Bounds.within(Duration.ZERO)) <= 0, "stopped at once: " + stop.after().toMillis());
+
+        BatonLock shorter = baton.lock("shorter");
+        long remaining = shorter.withLock(scope -> {
+            assertTrue(shorter.tryLock(0, 400, TimeUnit.MILLISECONDS));
+            shorter.unlock();
+            return scope.remaining().toMillis();
+        });
+        assertTrue(remaining <= 400, "a re-entry's shorter lease bounds the validity: " + remaining + " ms");
+    }
+}
