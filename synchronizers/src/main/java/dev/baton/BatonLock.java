@@ -267,6 +267,35 @@ public interface BatonLock extends Lock {
      */
     <T, E extends Exception> T withLock(LeaseWork<T, E> work) throws E, InterruptedException;
 
+    /**
+     * The asynchronous form of {@link #withLock(LeaseWork)}: acquires the lock for an owner of
+     * its own ({@link Baton#newOwnerId()}, so never a thread's: a pipeline that hops threads
+     * still releases what it took), calls {@code work} with the scope once it is held, and
+     * releases the lock when the stage the work returned completes, however it completes.
+     * <pre>{@code
+     * lock.withLockAsync(scope -> client.sendAsync(request, handler))
+     *     .whenComplete((response, failure) -> ...);   // released by then
+     * }</pre>
+     *
+     * <p>The work is stopped, by cancelling the stage it returned, in the same cases and within
+     * the same bounds as {@link #withLock(LeaseWork)}'s; the returned stage then completes
+     * exceptionally with {@link LeaseLostException} (the work's own failure, if it failed
+     * otherwise, as its cause) after the release was tried. How the returned stage can end: with
+     * the work's result; with the work's failure (after the release); with
+     * {@link LeaseLostException} as above; with {@link RedisUnavailableException} if Redis does
+     * not answer the acquisition within the command timeout (+ 150 ms; nothing is held) or does
+     * not confirm the release (the work completed; nobody can call unlock again for this call's
+     * owner id, so Baton forgets the hold, which nothing renews any more, and Redis lets it
+     * expire within its lease). Completing or cancelling the returned
+     * stage before the lock is granted abandons the acquisition (nothing stays held); after, it
+     * cancels the work's stage and the lock is released.
+     *
+     * @param work the work; called once, on the thread that completes the acquisition, with the
+     *             scope of this hold; it should return at once and do its waiting in the stage
+     * @return the stage of the work's result, completed after the release
+     */
+    <T> CompletionStage<T> withLockAsync(java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
+
     /** Not supported: a distributed lock has no conditions. */
     @Override
     default Condition newCondition() {

@@ -227,4 +227,81 @@ class LeaseScopedWorkTest {
         });
         assertTrue(remaining <= 400, "a re-entry's shorter lease bounds the validity: " + remaining + " ms");
     }
+
+    @Test
+    void asyncWorkRunsForAnOwnerOfItsOwnAndTheLockIsReleasedHoweverItEnds() throws Exception {
+        BatonLock lock = baton.lock("async-scoped");
+        java.util.concurrent.CompletableFuture<String> done = lock.withLockAsync(scope -> {
+            assertTrue(scope.isValid());
+            assertFalse(lock.isHeldByCurrentThread(), "held for the call's own owner, not a thread");
+            return java.util.concurrent.CompletableFuture.supplyAsync(() -> "done " + redis.command("EXISTS", "async-scoped"));
+        }).toCompletableFuture();
+        assertEquals("done 1", done.get(5, TimeUnit.SECONDS));
+        assertEquals(0L, redis.command("EXISTS", "async-scoped"), "released before the stage completed");
+
+        IllegalStateException failure = new IllegalStateException("the work failed");
+        java.util.concurrent.ExecutionException failed = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> lock.withLockAsync(scope -> java.util.concurrent.CompletableFuture.failedFuture(failure))
+                        .toCompletableFuture().get(5, TimeUnit.SECONDS));
+        assertSame(failure, failed.getCause());
+        assertEquals(0L, redis.command("EXISTS", "async-scoped"), "released after failing work");
+    }
+
+    @Test
+    void asyncWorkIsCancelledWithinAThirdOfTheWatchdogTimeoutAfterTheKeyIsDeleted() throws Exception {
+        BatonLock lock = baton.lock("async-deleted");
+        java.util.concurrent.CompletableFuture<String> pending = new java.util.concurrent.CompletableFuture<>();
+        CountDownLatch started = new CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<String> done = lock.withLockAsync(scope -> {
+            started.countDown();
+            return pending;
+        }).toCompletableFuture();
+        assertTrue(started.await(5, TimeUnit.SECONDS));
+        long deleted = System.nanoTime();
+        redis.command("DEL", "async-deleted");
+        java.util.concurrent.ExecutionException failed = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> done.get(5, TimeUnit.SECONDS));
+        Duration after = Duration.ofNanos(System.nanoTime() - deleted);
+        assertInstanceOf(LeaseLostException.class, failed.getCause());
+        assertTrue(pending.isCancelled(), "the work's stage was cancelled");
+        Duration bound = Bounds.within(WATCHDOG.dividedBy(3));
+        assertTrue(after.compareTo(bound) <= 0, "stopped " + after.toMillis() + " ms after the delete, bound " + bound.toMillis());
+    }
+
+    @Test
+    void cancellingTheReturnedStageCancelsTheWorkAndReleasesTheLock() throws Exception {
+        BatonLock lock = baton.lock("async-cancelled");
+        java.util.concurrent.CompletableFuture<String> pending = new java.util.concurrent.CompletableFuture<>();
+        CountDownLatch started = new CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<String> done = lock.withLockAsync(scope -> {
+            started.countDown();
+            return pending;
+        }).toCompletableFuture();
+        assertTrue(started.await(5, TimeUnit.SECONDS));
+        assertEquals(1L, redis.command("EXISTS", "async-cancelled"));
+        done.cancel(false);
+        assertTrue(pending.isCancelled(), "the work is cancelled with the caller's stage");
+        dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "the lock released", () ->
+                (Long) redis.command("EXISTS", "async-cancelled") == 0L);
+        assertEquals(0, baton.leasesHeld());
+
+        // Given up while another client holds it: the wait is abandoned, nothing stays held.
+        Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
+        try {
+            BatonLock theirs = other.lock("async-cancelled");
+            theirs.lock();
+            java.util.concurrent.atomic.AtomicBoolean ran = new java.util.concurrent.atomic.AtomicBoolean();
+            java.util.concurrent.CompletableFuture<String> waiting = lock.withLockAsync(scope -> {
+                ran.set(true);
+                return java.util.concurrent.CompletableFuture.completedFuture("ran");
+            }).toCompletableFuture();
+            waiting.cancel(false);
+            theirs.unlock();
+            dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "nothing held", () -> baton.leasesHeld() == 0
+                    && (Long) redis.command("EXISTS", "async-cancelled") == 0L);
+            assertFalse(ran.get(), "the work of an abandoned wait never runs");
+        } finally {
+            other.close();
+        }
+    }
 }

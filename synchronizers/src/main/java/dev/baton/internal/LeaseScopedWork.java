@@ -6,6 +6,7 @@ import dev.baton.LeaseScope;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -31,7 +32,10 @@ final class LeaseScopedWork implements LeaseScope {
     private final Leases leases;
     private final Scheduler scheduler;
     private final boolean fenced;
+    /** The thread that runs blocking work, or null for async work (whose stage is cancelled instead). */
     private final Thread worker;
+    /** The stage async work returned, once it has; cancelled by a stop. */
+    private CompletableFuture<?> stage;
     private final ReentrantLock guard = new ReentrantLock();
     /** The scoped work each thread runs now, innermost last (only the blocking form's threads). */
     private static final ThreadLocal<ArrayDeque<LeaseScopedWork>> RUNNING = ThreadLocal.withInitial(ArrayDeque::new);
@@ -51,9 +55,11 @@ final class LeaseScopedWork implements LeaseScope {
         this.worker = worker;
     }
 
-    /** Starts watching, on the work's thread: from now a loss or the end of the validity stops the work. */
+    /** Starts watching (on the work's thread, for blocking work): from now a loss or the end of the validity stops the work. */
     void watch() {
-        RUNNING.get().addLast(this);
+        if (worker != null) {
+            RUNNING.get().addLast(this);
+        }
         lease.onLoss.add(onLoss);
         check();
     }
@@ -85,32 +91,55 @@ final class LeaseScopedWork implements LeaseScope {
         }
     }
 
-    /** Stops the work (once, and only while it runs): interrupts its thread. */
+    /** Stops the work (once, and only while it runs): interrupts its thread, or cancels its stage. */
     void stop(String why) {
+        CompletableFuture<?> cancel = null;
         guard.lock();
         try {
             if (finished || stopped != null) {
                 return;
             }
             stopped = why;
-            interruptedBefore = worker.isInterrupted();
-            worker.interrupt();
+            if (worker != null) {
+                interruptedBefore = worker.isInterrupted();
+                worker.interrupt();
+            } else {
+                cancel = stage;
+            }
         } finally {
             guard.unlock();
+        }
+        if (cancel != null) {
+            cancel.cancel(false); // outside the lock: the stage's own callbacks run here
+        }
+    }
+
+    /** The stage the async work returned: cancelled at once if the work was stopped before it came back. */
+    void workStage(CompletableFuture<?> returned) {
+        boolean cancel;
+        guard.lock();
+        try {
+            stage = returned;
+            cancel = stopped != null && !finished;
+        } finally {
+            guard.unlock();
+        }
+        if (cancel) {
+            returned.cancel(false);
         }
     }
 
     /**
-     * The work has ended: stops watching and, if the work was stopped, clears the interrupt the
-     * stop gave. Called by the work's thread.
+     * The work has ended: stops watching and, if blocking work was stopped, clears the interrupt
+     * the stop gave. Called by the work's thread (for blocking work).
      *
      * @return why the work was stopped, or null if it was not
      */
     String finish() {
         lease.onLoss.remove(onLoss);
-        ArrayDeque<LeaseScopedWork> running = RUNNING.get();
+        ArrayDeque<LeaseScopedWork> running = worker == null ? new ArrayDeque<>() : RUNNING.get();
         running.remove(this);
-        if (running.isEmpty()) {
+        if (running.isEmpty() && worker != null) {
             RUNNING.remove();
         }
         guard.lock();
@@ -119,7 +148,7 @@ final class LeaseScopedWork implements LeaseScope {
             if (timer != null) {
                 timer.cancel();
             }
-            if (stopped != null) {
+            if (stopped != null && worker != null) {
                 Thread.interrupted();
                 boolean outerStopped = running.stream().anyMatch(LeaseScopedWork::isStopped);
                 if (interruptedBefore || outerStopped) {

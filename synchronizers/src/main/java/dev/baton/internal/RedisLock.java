@@ -4,9 +4,11 @@ package dev.baton.internal;
 // line or two) and the one attempt and release every lock kind shares; what differs per kind is
 // in its LockRecipe.
 
+import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonObserver;
 import dev.baton.LeaseLostException;
+import dev.baton.LeaseScope;
 import dev.baton.LeaseWork;
 import dev.baton.LockHold;
 import dev.baton.RedisUnavailableException;
@@ -15,6 +17,7 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Function;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -171,6 +174,76 @@ class RedisLock implements BatonLock {
         if (releaseFailure != null) {
             throw releaseFailure;
         }
+        return result;
+    }
+
+    @Override
+    public <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        Objects.requireNonNull(work, "work");
+        long ownerId = Baton.newOwnerId();
+        CompletableFuture<T> result = new CompletableFuture<>();
+        CompletableFuture<Void> acquired = lockAsync(ownerId).toCompletableFuture();
+        result.whenComplete((r, e) -> acquired.cancel(false)); // a caller's cancel before the grant abandons the wait
+        acquired.whenComplete((granted, acquireFailure) -> {
+            if (acquireFailure != null) {
+                result.completeExceptionally(Failures.unwrap(acquireFailure));
+                return;
+            }
+            Lease lease = services.leases().get(name, owner(ownerId));
+            if (lease == null || result.isDone()) {
+                // Lost between the grant and here, or the caller gave up as it came: release at once.
+                unlockAsync(ownerId).whenComplete((v, e) -> result.completeExceptionally(
+                        e != null ? Failures.unwrap(e) : new java.util.concurrent.CancellationException("given up")));
+                return;
+            }
+            LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
+                    recipe.kind() == BatonObserver.Kind.FENCED_LOCK, null);
+            scope.watch();
+            CompletableFuture<T> stage;
+            try {
+                stage = scope.isStopped() ? CompletableFuture.failedFuture(scope.lost(null))
+                        : work.apply(scope).toCompletableFuture();
+            } catch (Throwable t) {
+                stage = CompletableFuture.failedFuture(t);
+            }
+            scope.workStage(stage);
+            CompletableFuture<T> returned = stage;
+            result.whenComplete((r, e) -> {
+                if (result.isCancelled()) {
+                    returned.cancel(false); // the caller gave up: so does the work
+                }
+            });
+            returned.whenComplete((value, workFailure) -> {
+                String stopped = scope.finish();
+                unlockAsync(ownerId).whenComplete((v, releaseError) -> {
+                    Throwable releaseFailure = releaseError == null ? null : Failures.unwrap(releaseError);
+                    if (releaseFailure instanceof RedisUnavailableException) {
+                        // Nobody can call unlock again for this call's own owner id: forget the
+                        // hold, which nothing renews any more, so Redis lets it expire with its lease.
+                        forgetUnconfirmed(ownerId);
+                    }
+                    if (stopped != null) {
+                        Throwable cause = workFailure == null ? null : Failures.unwrap(workFailure);
+                        LeaseLostException lost = scope.lost(
+                                cause instanceof java.util.concurrent.CancellationException ? null : cause);
+                        if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
+                            lost.addSuppressed(releaseFailure);
+                        }
+                        result.completeExceptionally(lost);
+                    } else if (workFailure != null) {
+                        Throwable failure = Failures.unwrap(workFailure);
+                        if (releaseFailure != null && releaseFailure != failure) {
+                            failure.addSuppressed(releaseFailure);
+                        }
+                        result.completeExceptionally(failure);
+                    } else if (releaseFailure != null) {
+                        result.completeExceptionally(releaseFailure);
+                    } else {
+                        result.complete(value);
+                    }
+                });
+            });
+        });
         return result;
     }
 
