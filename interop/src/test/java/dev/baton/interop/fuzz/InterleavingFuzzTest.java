@@ -637,8 +637,9 @@ class InterleavingFuzzTest {
                 }
                 long t0 = System.nanoTime();
                 asked = t0;
-                int op = rnd.nextInt(12);
+                int op = rnd.nextInt(13);
                 switch (op) {
+                    case 12 -> scopedStep(lock, mode);
                     case 0 -> { // lock(), sometimes re-entered
                         lock.lock();
                         held("lock()", lock, mode, () -> {
@@ -800,6 +801,53 @@ class InterleavingFuzzTest {
                 }
                 inside(mode);
                 release(hold, release, told);
+            }
+
+            /**
+             * Lease-scoped work, blocking or async: granted as the work starts, released from the
+             * work's end until the call returns; a LeaseLostException from the call is the loss
+             * the hold was told of. The async form's work runs on a thread of its own (never the
+             * thread that completed the acquisition).
+             */
+            void scopedStep(BatonLock lock, Mode mode) throws Exception {
+                History.Hold[] hold = new History.Hold[1];
+                long[] workEnded = new long[1];
+                boolean async = rnd.nextBoolean();
+                String how = async ? "withLockAsync" : "withLock";
+                Throwable error = null;
+                try {
+                    if (async) {
+                        lock.withLockAsync(scope -> CompletableFuture.runAsync(() -> {
+                            hold[0] = history.granted(client, how + tag, mode, 1, asked, System.nanoTime(),
+                                    scope.fencingToken().orElse(0));
+                            inside(mode);
+                            workEnded[0] = System.nanoTime();
+                        }, task -> new Thread(task, "fuzz-scoped-work").start())).toCompletableFuture().get();
+                    } else {
+                        lock.withLock(scope -> {
+                            hold[0] = history.granted(client, how + tag, mode, 1, asked, System.nanoTime(),
+                                    scope.fencingToken().orElse(0));
+                            inside(mode);
+                            workEnded[0] = System.nanoTime();
+                            return null;
+                        });
+                    }
+                } catch (ExecutionException e) {
+                    error = e.getCause();
+                } catch (Exception e) {
+                    error = e;
+                }
+                if (hold[0] == null) {
+                    if (error instanceof Exception e) {
+                        throw e; // the acquisition failed: judged as any call's failure
+                    }
+                    return;
+                }
+                long r1 = System.nanoTime();
+                history.released(hold[0], workEnded[0] == 0 ? r1 : workEnded[0], r1, error);
+                trace(workEnded[0], how + " returned" + (error == null ? "" : " " + error.getClass().getSimpleName()));
+                history.call("release by " + client, workEnded[0] == 0 ? r1 : workEnded[0], r1,
+                        Bounds.failure(COMMAND_TIMEOUT).toNanos());
             }
 
             void heldAsync(String how, BatonLock lock, Mode mode) {
