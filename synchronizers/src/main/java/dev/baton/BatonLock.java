@@ -277,21 +277,30 @@ public interface BatonLock extends Lock {
      *     .whenComplete((response, failure) -> ...);   // released by then
      * }</pre>
      *
-     * <p>The work is stopped, by cancelling the stage it returned, in the same cases and within
-     * the same bounds as {@link #withLock(LeaseWork)}'s; the returned stage then completes
-     * exceptionally with {@link LeaseLostException} (the work's own failure, if it failed
-     * otherwise, as its cause) after the release was tried. How the returned stage can end: with
+     * <p>The work is stopped, by cancelling the stage it returned (from another thread), in the
+     * same cases and within the same bounds as {@link #withLock(LeaseWork)}'s; its scope is no
+     * longer valid from then on, and the returned stage completes exceptionally with
+     * {@link LeaseLostException} (the work's own failure, if it failed otherwise, as its cause;
+     * an {@link Error} as it is) after the release was tried. Cancelling a stage does not stop
+     * code already running for it (upstream stages, a task on another thread): such code should
+     * check its scope, and the lock is released as soon as the stage is cancelled. The stage the
+     * work returns is cancelled, so return one of the work's own, not a shared or cached one.
+     * How the returned stage can end: with
      * the work's result; with the work's failure (after the release); with
      * {@link LeaseLostException} as above; with {@link RedisUnavailableException} if Redis does
      * not answer the acquisition within the command timeout (+ 150 ms; nothing is held) or does
      * not confirm the release (the work completed; nobody can call unlock again for this call's
      * owner id, so Baton forgets the hold, which nothing renews any more, and Redis lets it
      * expire within its lease). Completing or cancelling the returned
-     * stage before the lock is granted abandons the acquisition (nothing stays held); after, it
-     * cancels the work's stage and the lock is released.
+     * stage before the lock is granted abandons the acquisition (nothing stays held, the work
+     * does not run); after, it stops the work as a loss would, and the lock is released. The
+     * hold's owner is this call's own: a {@code lock()} or another {@code withLockAsync} of the
+     * same lock inside the work waits for this hold like any other owner.
      *
-     * @param work the work; called once, on the thread that completes the acquisition, with the
-     *             scope of this hold; it should return at once and do its waiting in the stage
+     * @param work the work; called once, with the scope of this hold, on the default
+     *             asynchronous executor of {@link java.util.concurrent.CompletableFuture} (never
+     *             on one of Baton's I/O or timer threads); it should return at once and do its
+     *             waiting in the stage
      * @return the stage of the work's result, completed after the release
      */
     <T> CompletionStage<T> withLockAsync(java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);

@@ -280,9 +280,21 @@ class LeaseScopedWorkTest {
         assertTrue(started.await(5, TimeUnit.SECONDS));
         assertEquals(1L, redis.command("EXISTS", "async-cancelled"));
         done.cancel(false);
-        assertTrue(pending.isCancelled(), "the work is cancelled with the caller's stage");
-        dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "the lock released", () ->
-                (Long) redis.command("EXISTS", "async-cancelled") == 0L);
+        dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "the work cancelled with the caller's stage and the lock released",
+                () -> pending.isCancelled() && (Long) redis.command("EXISTS", "async-cancelled") == 0L);
+        assertEquals(0, baton.leasesHeld());
+
+        // Completed another way after the grant (orTimeout): the same.
+        java.util.concurrent.CompletableFuture<String> never = new java.util.concurrent.CompletableFuture<>();
+        java.util.concurrent.atomic.AtomicReference<LeaseScope> timedScope = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.CompletableFuture<String> timed = lock.withLockAsync(scope -> {
+            timedScope.set(scope);
+            return never;
+        }).toCompletableFuture().orTimeout(300, TimeUnit.MILLISECONDS);
+        assertThrows(java.util.concurrent.ExecutionException.class, () -> timed.get(5, TimeUnit.SECONDS));
+        dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "orTimeout ended the work and released the lock",
+                () -> never.isCancelled() && (Long) redis.command("EXISTS", "async-cancelled") == 0L);
+        assertFalse(timedScope.get().isValid(), "the work's scope says it is over");
         assertEquals(0, baton.leasesHeld());
 
         // Given up while another client holds it: the wait is abandoned, nothing stays held.
@@ -295,6 +307,7 @@ class LeaseScopedWorkTest {
                 ran.set(true);
                 return java.util.concurrent.CompletableFuture.completedFuture("ran");
             }).toCompletableFuture();
+            redis.awaitAnySubscriber("redisson_lock__channel:{async-cancelled}"); // waiting for the release
             waiting.cancel(false);
             theirs.unlock();
             dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "nothing held", () -> baton.leasesHeld() == 0
@@ -303,5 +316,23 @@ class LeaseScopedWorkTest {
         } finally {
             other.close();
         }
+    }
+
+    @Test
+    void closingTheClientEndsAsyncWork() throws Exception {
+        Baton closing = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG).build());
+        java.util.concurrent.CompletableFuture<String> pending = new java.util.concurrent.CompletableFuture<>();
+        CountDownLatch started = new CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<String> done = closing.lock("async-closing").withLockAsync(scope -> {
+            started.countDown();
+            return pending;
+        }).toCompletableFuture();
+        assertTrue(started.await(5, TimeUnit.SECONDS));
+        closing.close();
+        java.util.concurrent.ExecutionException failed = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> done.get(Bounds.CLEAN_UP.toMillis(), TimeUnit.MILLISECONDS), "the stage completes, never hangs");
+        assertInstanceOf(LeaseLostException.class, failed.getCause());
+        assertTrue(failed.getCause().getMessage().contains("closed"), failed.getCause().getMessage());
+        assertTrue(pending.isCancelled());
     }
 }

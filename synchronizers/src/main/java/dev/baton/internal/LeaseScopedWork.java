@@ -110,7 +110,10 @@ final class LeaseScopedWork implements LeaseScope {
             guard.unlock();
         }
         if (cancel != null) {
-            cancel.cancel(false); // outside the lock: the stage's own callbacks run here
+            // Not on this thread (the renewal's, the timer's, a closing one): the stage's
+            // callbacks, the release and the caller's own callbacks would run on it.
+            CompletableFuture<?> work = cancel;
+            CompletableFuture.runAsync(() -> work.cancel(false));
         }
     }
 
@@ -125,7 +128,7 @@ final class LeaseScopedWork implements LeaseScope {
             guard.unlock();
         }
         if (cancel) {
-            returned.cancel(false);
+            CompletableFuture.runAsync(() -> returned.cancel(false));
         }
     }
 

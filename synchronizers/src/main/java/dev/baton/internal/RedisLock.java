@@ -18,6 +18,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Function;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -183,68 +184,100 @@ class RedisLock implements BatonLock {
         long ownerId = Baton.newOwnerId();
         CompletableFuture<T> result = new CompletableFuture<>();
         CompletableFuture<Void> acquired = lockAsync(ownerId).toCompletableFuture();
-        result.whenComplete((r, e) -> acquired.cancel(false)); // a caller's cancel before the grant abandons the wait
-        acquired.whenComplete((granted, acquireFailure) -> {
+        result.whenComplete((r, e) -> acquired.cancel(false)); // given up before the grant: the wait is abandoned
+        // The work is called off the thread that completed the grant (a Lettuce or timer thread).
+        acquired.whenCompleteAsync((granted, acquireFailure) -> {
             if (acquireFailure != null) {
                 result.completeExceptionally(Failures.unwrap(acquireFailure));
                 return;
             }
-            Lease lease = services.leases().get(name, owner(ownerId));
-            if (lease == null || result.isDone()) {
-                // Lost between the grant and here, or the caller gave up as it came: release at once.
-                unlockAsync(ownerId).whenComplete((v, e) -> result.completeExceptionally(
-                        e != null ? Failures.unwrap(e) : new java.util.concurrent.CancellationException("given up")));
-                return;
-            }
-            LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
-                    recipe.kind() == BatonObserver.Kind.FENCED_LOCK, null);
-            scope.watch();
-            CompletableFuture<T> stage;
             try {
-                stage = scope.isStopped() ? CompletableFuture.failedFuture(scope.lost(null))
-                        : work.apply(scope).toCompletableFuture();
-            } catch (Throwable t) {
-                stage = CompletableFuture.failedFuture(t);
+                runScoped(ownerId, work, result);
+            } catch (RuntimeException e) { // the client closed as the grant came
+                result.completeExceptionally(e);
+                giveBackQuietly(ownerId);
             }
-            scope.workStage(stage);
-            CompletableFuture<T> returned = stage;
-            result.whenComplete((r, e) -> {
-                if (result.isCancelled()) {
-                    returned.cancel(false); // the caller gave up: so does the work
-                }
-            });
-            returned.whenComplete((value, workFailure) -> {
-                String stopped = scope.finish();
-                unlockAsync(ownerId).whenComplete((v, releaseError) -> {
-                    Throwable releaseFailure = releaseError == null ? null : Failures.unwrap(releaseError);
-                    if (releaseFailure instanceof RedisUnavailableException) {
-                        // Nobody can call unlock again for this call's own owner id: forget the
-                        // hold, which nothing renews any more, so Redis lets it expire with its lease.
-                        forgetUnconfirmed(ownerId);
-                    }
-                    if (stopped != null) {
-                        Throwable cause = workFailure == null ? null : Failures.unwrap(workFailure);
-                        LeaseLostException lost = scope.lost(
-                                cause instanceof java.util.concurrent.CancellationException ? null : cause);
-                        if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
-                            lost.addSuppressed(releaseFailure);
-                        }
-                        result.completeExceptionally(lost);
-                    } else if (workFailure != null) {
-                        Throwable failure = Failures.unwrap(workFailure);
-                        if (releaseFailure != null && releaseFailure != failure) {
-                            failure.addSuppressed(releaseFailure);
-                        }
-                        result.completeExceptionally(failure);
-                    } else if (releaseFailure != null) {
-                        result.completeExceptionally(releaseFailure);
-                    } else {
-                        result.complete(value);
-                    }
-                });
-            });
         });
         return result;
+    }
+
+    /** Gives back the owner's hold as a clean-up (never kept as a hold if unconfirmed), ignoring why it could not. */
+    private void giveBackQuietly(long ownerId) {
+        try {
+            giveBackAsync(ownerId);
+        } catch (RuntimeException e) {
+            log.debug("give-back of '{}' not sent: {}", name, e.toString());
+        }
+    }
+
+    /** {@link #unlockAsync(long)}, a synchronous refusal (a closed client) as a failed stage. */
+    private CompletableFuture<Void> releaseAsync(long ownerId) {
+        try {
+            return release(ownerId);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** {@link #withLockAsync}'s part once the lock is held for {@code ownerId}. */
+    private <T> void runScoped(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work,
+                               CompletableFuture<T> result) {
+        Lease lease = services.leases().get(name, owner(ownerId));
+        if (lease == null || result.isDone()) {
+            // The caller gave up as the grant came (or it was lost at once): the work does not run.
+            giveBackQuietly(ownerId);
+            result.completeExceptionally(lease == null
+                    ? leaseLost(owner(ownerId), "it was lost as it was granted") : new CancellationException("given up"));
+            return;
+        }
+        LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
+                recipe.kind() == BatonObserver.Kind.FENCED_LOCK, null);
+        scope.watch();
+        // The caller completing its stage in any way (cancel, orTimeout, complete) ends the work's too.
+        result.whenComplete((r, e) -> scope.stop("the caller's stage completed first (" + (e == null ? "with a value"
+                : e.getClass().getSimpleName()) + ")"));
+        CompletableFuture<T> stage;
+        try {
+            stage = scope.isStopped() ? CompletableFuture.failedFuture(scope.lost(null))
+                    : Objects.requireNonNull(work.apply(scope), "the work returned no stage").toCompletableFuture();
+        } catch (Throwable t) {
+            stage = CompletableFuture.failedFuture(t);
+        }
+        scope.workStage(stage);
+        stage.whenComplete((value, workFailure) -> {
+            String stopped = scope.finish();
+            releaseAsync(ownerId).whenComplete((v, releaseError) -> {
+                Throwable releaseFailure = releaseError == null ? null : Failures.unwrap(releaseError);
+                if (releaseFailure instanceof RedisUnavailableException) {
+                    // Nobody can call unlock again for this call's own owner id: forget the
+                    // hold, which nothing renews any more, so Redis lets it expire with its lease.
+                    forgetUnconfirmed(ownerId);
+                }
+                Throwable failure = workFailure == null ? null : Failures.unwrap(workFailure);
+                if (stopped != null) {
+                    LeaseLostException lost = failure instanceof LeaseLostException own ? own
+                            : scope.lost(failure instanceof CancellationException || failure instanceof Error ? null : failure);
+                    if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
+                        lost.addSuppressed(releaseFailure);
+                    }
+                    if (failure instanceof Error error) {
+                        error.addSuppressed(lost);
+                        result.completeExceptionally(error);
+                    } else {
+                        result.completeExceptionally(lost);
+                    }
+                } else if (failure != null) {
+                    if (releaseFailure != null && releaseFailure != failure) {
+                        failure.addSuppressed(releaseFailure);
+                    }
+                    result.completeExceptionally(failure);
+                } else if (releaseFailure != null) {
+                    result.completeExceptionally(releaseFailure);
+                } else {
+                    result.complete(value);
+                }
+            });
+        });
     }
 
     @Override
