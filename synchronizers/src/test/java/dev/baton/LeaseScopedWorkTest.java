@@ -247,16 +247,27 @@ class LeaseScopedWorkTest {
         assertEquals(0L, redis.command("EXISTS", "async-scoped"), "released after failing work");
     }
 
-    @Test
-    void asyncWorkIsCancelledWithinAThirdOfTheWatchdogTimeoutAfterTheKeyIsDeleted() throws Exception {
-        BatonLock lock = baton.lock("async-deleted");
-        java.util.concurrent.CompletableFuture<String> pending = new java.util.concurrent.CompletableFuture<>();
+    /** Async work under {@code lock} whose stage ({@code work}) never completes by itself, once it has started. */
+    private record Pending(java.util.concurrent.CompletableFuture<String> work, java.util.concurrent.CompletableFuture<String> done) {
+    }
+
+    private static Pending pending(BatonLock lock) throws InterruptedException {
+        java.util.concurrent.CompletableFuture<String> work = new java.util.concurrent.CompletableFuture<>();
         CountDownLatch started = new CountDownLatch(1);
         java.util.concurrent.CompletableFuture<String> done = lock.withLockAsync(scope -> {
             started.countDown();
-            return pending;
+            return work;
         }).toCompletableFuture();
         assertTrue(started.await(5, TimeUnit.SECONDS));
+        return new Pending(work, done);
+    }
+
+    @Test
+    void asyncWorkIsCancelledWithinAThirdOfTheWatchdogTimeoutAfterTheKeyIsDeleted() throws Exception {
+        BatonLock lock = baton.lock("async-deleted");
+        Pending running = pending(lock);
+        java.util.concurrent.CompletableFuture<String> pending = running.work();
+        java.util.concurrent.CompletableFuture<String> done = running.done();
         long deleted = System.nanoTime();
         redis.command("DEL", "async-deleted");
         java.util.concurrent.ExecutionException failed = assertThrows(java.util.concurrent.ExecutionException.class,
@@ -271,18 +282,14 @@ class LeaseScopedWorkTest {
     @Test
     void cancellingTheReturnedStageCancelsTheWorkAndReleasesTheLock() throws Exception {
         BatonLock lock = baton.lock("async-cancelled");
-        java.util.concurrent.CompletableFuture<String> pending = new java.util.concurrent.CompletableFuture<>();
-        CountDownLatch started = new CountDownLatch(1);
-        java.util.concurrent.CompletableFuture<String> done = lock.withLockAsync(scope -> {
-            started.countDown();
-            return pending;
-        }).toCompletableFuture();
-        assertTrue(started.await(5, TimeUnit.SECONDS));
+        Pending running = pending(lock);
+        java.util.concurrent.CompletableFuture<String> pending = running.work();
+        java.util.concurrent.CompletableFuture<String> done = running.done();
         assertEquals(1L, redis.command("EXISTS", "async-cancelled"));
         done.cancel(false);
         dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "the work cancelled with the caller's stage and the lock released",
-                () -> pending.isCancelled() && (Long) redis.command("EXISTS", "async-cancelled") == 0L);
-        assertEquals(0, baton.leasesHeld());
+                () -> pending.isCancelled() && (Long) redis.command("EXISTS", "async-cancelled") == 0L
+                        && baton.leasesHeld() == 0);
 
         // Completed another way after the grant (orTimeout): the same.
         java.util.concurrent.CompletableFuture<String> never = new java.util.concurrent.CompletableFuture<>();
@@ -293,9 +300,9 @@ class LeaseScopedWorkTest {
         }).toCompletableFuture().orTimeout(300, TimeUnit.MILLISECONDS);
         assertThrows(java.util.concurrent.ExecutionException.class, () -> timed.get(5, TimeUnit.SECONDS));
         dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "orTimeout ended the work and released the lock",
-                () -> never.isCancelled() && (Long) redis.command("EXISTS", "async-cancelled") == 0L);
+                () -> never.isCancelled() && (Long) redis.command("EXISTS", "async-cancelled") == 0L
+                        && baton.leasesHeld() == 0);
         assertFalse(timedScope.get().isValid(), "the work's scope says it is over");
-        assertEquals(0, baton.leasesHeld());
 
         // Given up while another client holds it: the wait is abandoned, nothing stays held.
         Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
@@ -321,13 +328,9 @@ class LeaseScopedWorkTest {
     @Test
     void closingTheClientEndsAsyncWork() throws Exception {
         Baton closing = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG).build());
-        java.util.concurrent.CompletableFuture<String> pending = new java.util.concurrent.CompletableFuture<>();
-        CountDownLatch started = new CountDownLatch(1);
-        java.util.concurrent.CompletableFuture<String> done = closing.lock("async-closing").withLockAsync(scope -> {
-            started.countDown();
-            return pending;
-        }).toCompletableFuture();
-        assertTrue(started.await(5, TimeUnit.SECONDS));
+        Pending running = pending(closing.lock("async-closing"));
+        java.util.concurrent.CompletableFuture<String> pending = running.work();
+        java.util.concurrent.CompletableFuture<String> done = running.done();
         closing.close();
         java.util.concurrent.ExecutionException failed = assertThrows(java.util.concurrent.ExecutionException.class,
                 () -> done.get(Bounds.CLEAN_UP.toMillis(), TimeUnit.MILLISECONDS), "the stage completes, never hangs");

@@ -58,17 +58,25 @@ class OwnLettuceClientTest {
                         assertTrue(context.getBeansOfType(LettuceConnectionFactory.class).isEmpty(), "no Lettuce factory");
                         BatonLock lock = context.getBean(Baton.class).lock("nightly-report");
                         assertTrue(lock.tryLock());
-                        try (RespClient client = new RespClient(redis.host(), redis.port())) {
-                            client.call("AUTH", "s3cr@t:pass/w%rd");
-                            client.call("SELECT", "3");
-                            assertEquals(1L, client.call("EXISTS", "nightly-report"), "in the configured database");
-                            String clients = String.valueOf(client.call("CLIENT", "LIST"));
-                            assertTrue(clients.lines().anyMatch(line -> line.contains(" name=orders-service ")),
-                                    "Baton's connections carry the client name: " + clients);
-                        }
+                        assertHeldInDatabase3ByOrdersService(redis, "nightly-report");
                         lock.unlock();
                         assertEquals("UP", BootLine.health(context).status());
                     });
+        }
+    }
+
+    /**
+     * Checks, as the password {@code s3cr@t:pass/w%rd} allows, that {@code key} is in database 3
+     * and that a connection named {@code orders-service} (Baton's) is open.
+     */
+    static void assertHeldInDatabase3ByOrdersService(RedisServer redis, String key) throws Exception {
+        try (RespClient client = new RespClient(redis.host(), redis.port())) {
+            client.call("AUTH", "s3cr@t:pass/w%rd");
+            client.call("SELECT", "3");
+            assertEquals(1L, client.call("EXISTS", key), "in the configured database");
+            String clients = String.valueOf(client.call("CLIENT", "LIST"));
+            assertTrue(clients.lines().anyMatch(line -> line.contains(" name=orders-service ")),
+                    "Baton's connections carry the client name: " + clients);
         }
     }
 

@@ -3,7 +3,6 @@ package dev.baton.spring.boot.autoconfigure;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.testkit.RedisServer;
-import dev.baton.testkit.RespClient;
 import org.junit.jupiter.api.Test;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
@@ -65,14 +64,7 @@ class RedissonStarterTest {
                 RLock theirs = redisson.getLock("nightly-report");
                 assertTrue(ours.tryLock());
                 assertFalse(other.submit(() -> theirs.tryLock()).get(10, TimeUnit.SECONDS), "Redisson sees Baton's hold");
-                try (RespClient client = new RespClient(redis.host(), redis.port())) {
-                    client.call("AUTH", "s3cr@t:pass/w%rd");
-                    client.call("SELECT", "3");
-                    assertEquals(1L, client.call("EXISTS", "nightly-report"), "in the configured database");
-                    String clients = String.valueOf(client.call("CLIENT", "LIST"));
-                    assertTrue(clients.lines().anyMatch(line -> line.contains(" name=orders-service ")),
-                            "Baton's connections carry the client name: " + clients);
-                }
+                OwnLettuceClientTest.assertHeldInDatabase3ByOrdersService(redis, "nightly-report");
                 ours.unlock();
                 assertTrue(other.submit(() -> {
                     boolean got = theirs.tryLock();
