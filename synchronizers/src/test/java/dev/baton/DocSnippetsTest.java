@@ -22,8 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Every Java block of the README, the guides (docs/guide/*.md), docs/migration-from-redisson.md
  * and the integration pages (docs/integrations/*.md) is code a test compiles and runs: each block is
- * introduced by {@code <!-- snippet: NAME -->}, and a test source of this module, interop/ or
- * micrometer/ holds the same lines between
+ * introduced by {@code <!-- snippet: NAME -->}, and a test source of this module, interop/,
+ * micrometer/ or reactor/ holds the same lines between
  * {@code // snippet NAME begins} and {@code // snippet NAME ends} (indentation aside).
  */
 @Tag("no-redis")
@@ -119,7 +119,7 @@ class DocSnippetsTest {
         // Test sources, and the whole of the Spring modules and the examples (an example's own
         // code is what its page shows; its test runs it), with their poms.
         for (String sources : List.of("synchronizers/src/test/java", "interop/src/test/java", "micrometer/src/test/java",
-                "spring", "examples")) {
+                "reactor/src/test/java", "spring", "examples")) {
             try (Stream<Path> files = Files.walk(ROOT.resolve(sources))) {
                 files.filter(p -> !p.toString().contains("/target/"))
                         .filter(p -> p.toString().endsWith(".java") || p.getFileName().toString().equals("pom.xml"))
