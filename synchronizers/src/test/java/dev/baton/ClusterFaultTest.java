@@ -272,8 +272,10 @@ class ClusterFaultTest {
         });
         awaitSubscribed("redisson_lock__channel:{" + busyName + "}", "redisson_sc:{" + semName + "}",
                 "redisson_countdownlatch__channel__{" + latchName + "}");
-        // Let the replica have everything before its master dies (asynchronous replication).
-        victim.command("WAIT", "1", "2000");
+        // Let the replica have everything before its master dies (asynchronous replication); on
+        // a loaded machine the link can lag, so wait for it, and be sure it did (a lettuce-6.4
+        // lane once went on after WAIT had timed out, and the promoted replica never had the lock).
+        assertEquals(1L, victim.command("WAIT", "1", "15000"), "the replica acknowledged every write before the kill");
         long killed = System.nanoTime();
         RedisServer promoted = cluster.failOver(victim, Duration.ofSeconds(60));
         long promotedAt = System.nanoTime();

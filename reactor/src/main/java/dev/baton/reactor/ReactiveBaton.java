@@ -23,7 +23,10 @@ import java.util.function.Function;
  *
  * <p>Every publisher is cold: nothing is sent to Redis before a subscription, and each
  * subscription sends again. Cancelling a subscription abandons what it waits for, as cancelling
- * the future of Baton's asynchronous API does: nothing stays held or queued.
+ * the future of Baton's asynchronous API does; the scoped forms ({@link ReactiveLock#withLock},
+ * {@link ReactiveSemaphore#withPermits}) never leave a hold or permits behind, however the
+ * subscription ends. Publishers signal on a Reactor scheduler, never on Baton's own I/O or timer
+ * threads.
  */
 public final class ReactiveBaton {
     /** The Context key of the owner id that {@link ReactiveLock#lock()} and {@link ReactiveLock#unlock()} act for. */
@@ -42,11 +45,13 @@ public final class ReactiveBaton {
 
     /**
      * A Context change that gives each subscription an owner id of its own
-     * ({@link Baton#newOwnerId()}), unless the Context already has one: put it at the end of the
-     * pipeline whose {@code lock()} and {@code unlock()} belong together.
+     * ({@link Baton#newOwnerId()}), replacing any the Context had: put it at the end of the
+     * pipeline whose {@code lock()} and {@code unlock()} belong together. Operators above it
+     * (inside the pipeline) share the owner, so a {@code retry()} there re-enters as the same
+     * owner; a pipeline nested in another gets its own.
      */
     public static Function<Context, Context> newOwner() {
-        return context -> context.hasKey(OWNER) ? context : context.put(OWNER, Baton.newOwnerId());
+        return context -> context.put(OWNER, Baton.newOwnerId());
     }
 
     /** The reentrant lock {@code name} ({@link Baton#lock(String)}). */

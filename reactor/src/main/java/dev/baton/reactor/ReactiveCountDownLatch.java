@@ -22,17 +22,20 @@ public final class ReactiveCountDownLatch {
 
     /** Sets the count if the latch is not counting already; emits whether it did. */
     public Mono<Boolean> trySetCount(long count) {
-        return ReactiveSemaphore.call(() -> latch.trySetCountAsync(count));
+        return ReactiveSemaphore.call(() -> latch.trySetCountAsync(count), false);
     }
 
-    /** Counts down by one; see {@link BatonCountDownLatch#countDown()} for an unconfirmed count-down. */
+    /**
+     * Counts down by one; see {@link BatonCountDownLatch#countDown()} for an unconfirmed
+     * count-down. Cancelling the subscription does not cancel the count-down.
+     */
     public Mono<Void> countDown() {
-        return ReactiveSemaphore.call(latch::countDownAsync);
+        return ReactiveSemaphore.call(latch::countDownAsync, true);
     }
 
     /** The count now. */
     public Mono<Long> count() {
-        return ReactiveSemaphore.call(latch::getCountAsync);
+        return ReactiveSemaphore.call(latch::getCountAsync, false);
     }
 
     /**
@@ -40,12 +43,12 @@ public final class ReactiveCountDownLatch {
      * latch is deleted meanwhile. Cancelling the subscription stops the wait and unsubscribes.
      */
     public Mono<Void> await() {
-        return ReactiveSemaphore.call(latch::awaitAsync);
+        return ReactiveSemaphore.call(latch::awaitAsync, false);
     }
 
     /** Emits true when the count reaches zero within {@code timeout}, false if it does not. */
     public Mono<Boolean> await(Duration timeout) {
-        return ReactiveSemaphore.call(() -> latch.awaitAsync(timeout.toMillis(), TimeUnit.MILLISECONDS));
+        return ReactiveSemaphore.call(() -> latch.awaitAsync(timeout.toMillis(), TimeUnit.MILLISECONDS), false);
     }
 
     @Override

@@ -20,8 +20,6 @@ import reactor.core.scheduler.Schedulers;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -90,19 +88,24 @@ class ReactiveBatonTest {
     @Test
     void aPipelineThatLocksOnOneThreadUnlocksOnAnother() {
         ReactiveLock lock = reactive.lock("hopping");
-        Set<String> threads = ConcurrentHashMap.newKeySet();
+        AtomicReference<String> workedOn = new AtomicReference<>();
+        AtomicReference<String> unlockedFrom = new AtomicReference<>();
         // snippet reactor-lock-unlock begins
         Mono<Void> pipeline = lock.lock()
                 .publishOn(Schedulers.boundedElastic())
-                .doOnNext(ignored -> { })
-                .then(Mono.fromRunnable(() -> threads.add(Thread.currentThread().getName())))
+                .then(Mono.fromRunnable(() -> workedOn.set(Thread.currentThread().getName())))
                 .publishOn(Schedulers.parallel())
-                .then(lock.unlock())                          // the same owner: this subscription's
+                .then(Mono.fromRunnable(() -> unlockedFrom.set(Thread.currentThread().getName())))
+                .then(lock.unlock())                          // another thread, the same owner: this subscription's
                 .contextWrite(ReactiveBaton.newOwner());
         // snippet reactor-lock-unlock ends
         pipeline.block(Duration.ofSeconds(5));
         assertEquals(0L, redis.command("EXISTS", "hopping"), "unlocked by the owner that locked, on another thread");
-        assertEquals(1, threads.size());
+        assertTrue(workedOn.get().startsWith("boundedElastic") && unlockedFrom.get().startsWith("parallel"),
+                "two threads: " + workedOn.get() + ", " + unlockedFrom.get());
+        IllegalMonitorStateException notHeld = assertThrows(IllegalMonitorStateException.class,
+                () -> lock.unlock().contextWrite(ReactiveBaton.newOwner()).block(Duration.ofSeconds(5)));
+        assertTrue(notHeld.getMessage().contains("hopping"), notHeld.getMessage());
 
         IllegalStateException noOwner = assertThrows(IllegalStateException.class,
                 () -> lock.lock().block(Duration.ofSeconds(5)));
@@ -114,15 +117,15 @@ class ReactiveBatonTest {
         Scheduler one = Schedulers.newSingle("one-event-loop");
         try {
             ReactiveLock lock = reactive.lock("one-thread");
-            AtomicReference<String> firstThread = new AtomicReference<>();
-            Mono<Void> first = lock.lock().doOnSuccess(v -> firstThread.set(Thread.currentThread().getName()))
-                    .contextWrite(ReactiveBaton.newOwner()).subscribeOn(one);
-            first.block(Duration.ofSeconds(5));
+            lock.lock().contextWrite(ReactiveBaton.newOwner()).subscribeOn(one).block(Duration.ofSeconds(5));
             Boolean second = lock.tryLock(Duration.ZERO).contextWrite(ReactiveBaton.newOwner()).subscribeOn(one)
                     .block(Duration.ofSeconds(5));
             assertFalse(second, "another subscription on the same thread is another owner: it does not re-enter");
-            BatonLock plain = baton.lock("one-thread");
-            assertFalse(plain.isHeldByCurrentThread(), "and no thread holds it");
+            // A pipeline nested in another gets an owner of its own too.
+            Boolean nested = lock.tryLock(Duration.ZERO).contextWrite(ReactiveBaton.newOwner())
+                    .flatMap(ignored -> lock.tryLock(Duration.ZERO).contextWrite(ReactiveBaton.newOwner()))
+                    .contextWrite(ReactiveBaton.newOwner()).subscribeOn(one).block(Duration.ofSeconds(5));
+            assertFalse(nested);
             assertEquals(1L, redis.command("EXISTS", "one-thread"));
         } finally {
             one.dispose();
@@ -194,12 +197,54 @@ class ReactiveBatonTest {
 
         ReactiveCountDownLatch latch = reactive.countDownLatch("workers");
         assertTrue(latch.trySetCount(2).block(Duration.ofSeconds(5)));
-        Mono<Void> awaited = latch.await().cache();
-        awaited.subscribe();
-        latch.countDown().then(latch.countDown()).block(Duration.ofSeconds(5));
-        awaited.block(Duration.ofSeconds(5));
+        java.util.concurrent.CompletableFuture<Void> awaited = latch.await().toFuture();
+        latch.countDown().block(Duration.ofSeconds(5));
+        assertFalse(awaited.isDone(), "one count left");
+        latch.countDown().block(Duration.ofSeconds(5));
+        awaited.join();
         assertEquals(0L, latch.count().block(Duration.ofSeconds(5)));
         assertFalse(reactive.countDownLatch("never").trySetCount(1).then(reactive.countDownLatch("never")
                 .await(Duration.ofMillis(100))).block(Duration.ofSeconds(5)));
+    }
+
+    @Test
+    void aCancelledPermitWaitTakesNoPermitAndADeletedLatchEndsItsWait() throws Exception {
+        ReactiveSemaphore permits = reactive.semaphore("scarce");
+        assertTrue(permits.trySetPermits(1).block(Duration.ofSeconds(5)));
+        baton.semaphore("scarce").acquire(1);
+        AtomicBoolean ran = new AtomicBoolean();
+        Disposable waiting = permits.withPermits(1, () -> Mono.fromRunnable(() -> ran.set(true))).subscribe();
+        redis.awaitAnySubscriber("redisson_sc:{scarce}");
+        waiting.dispose();
+        baton.semaphore("scarce").release(1);
+        Await.until(Bounds.CLEAN_UP, () -> "the permit back and no waiter left", () -> "1".equals(redis.command("GET", "scarce"))
+                && redis.subscribers("redisson_sc:{scarce}") == 0L);
+        assertFalse(ran.get(), "the work of a cancelled wait never runs");
+
+        ReactiveCountDownLatch latch = reactive.countDownLatch("deleted-latch");
+        assertTrue(latch.trySetCount(1).block(Duration.ofSeconds(5)));
+        java.util.concurrent.CompletableFuture<Void> awaited = latch.await().toFuture();
+        redis.awaitAnySubscriber("redisson_countdownlatch__channel__{deleted-latch}");
+        baton.countDownLatch("deleted-latch").delete();
+        java.util.concurrent.ExecutionException ended = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> awaited.get(5, java.util.concurrent.TimeUnit.SECONDS));
+        assertInstanceOf(dev.baton.SynchronizerDeletedException.class, ended.getCause());
+    }
+
+    @Test
+    void aFluxUnderALostLeaseEndsWithLeaseLostAfterItsItems() {
+        AtomicBoolean cancelled = new AtomicBoolean();
+        List<Long> items = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Flux<Long> flux = reactive.lock("lost-flux").withLockMany(scope -> Flux.interval(Duration.ofMillis(20))
+                .doOnNext(i -> {
+                    if (i == 2) {
+                        redis.command("DEL", "lost-flux");
+                    }
+                }).doOnCancel(() -> cancelled.set(true)));
+        Throwable error = assertThrows(RuntimeException.class, () -> flux.doOnNext(items::add).blockLast(Duration.ofSeconds(5)));
+        assertInstanceOf(LeaseLostException.class, error, String.valueOf(error));
+        assertTrue(items.size() >= 3, "the items before the loss passed on: " + items);
+        assertTrue(cancelled.get(), "the inner flux cancelled");
+        assertEquals(0, baton.leasesHeld());
     }
 }
