@@ -305,6 +305,15 @@ public interface BatonLock extends Lock {
      */
     <T> CompletionStage<T> withLockAsync(java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
 
+    /**
+     * {@link #withLockAsync(java.util.function.Function)} for the given owner: an owner that
+     * holds the lock already re-enters it (the scope is of that same lease), as
+     * {@link #lockAsync(long)} does. For a caller that carries its owner id itself, as a
+     * coroutine or a reactive pipeline carries its context.
+     */
+    <T> CompletionStage<T> withLockAsync(long ownerId,
+                                         java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
+
     /** Not supported: a distributed lock has no conditions. */
     @Override
     default Condition newCondition() {

@@ -21,14 +21,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Every Java block of the README, the guides (docs/guide/*.md), docs/migration-from-redisson.md
- * and the integration pages (docs/integrations/*.md) is code a test compiles and runs: each block is
- * introduced by {@code <!-- snippet: NAME -->}, and a test source of this module, interop/,
- * micrometer/ or reactor/ holds the same lines between
+ * and the integration pages (docs/integrations/*.md), and every Kotlin block, is code a test
+ * compiles and runs: each block is introduced by {@code <!-- snippet: NAME -->}, and a test source
+ * of this module, interop/, micrometer/, reactor/ or kotlin/ holds the same lines between
  * {@code // snippet NAME begins} and {@code // snippet NAME ends} (indentation aside).
  */
 @Tag("no-redis")
 class DocSnippetsTest {
-    private static final Pattern JAVA_BLOCK = Pattern.compile("(?:<!-- snippet: ([\\w-]+) -->\\n)?```java\\n(.*?)```",
+    private static final Pattern JAVA_BLOCK = Pattern.compile("(?:<!-- snippet: ([\\w-]+) -->\\n)?```(?:java|kotlin)\\n(.*?)```",
             Pattern.DOTALL);
     /** A Maven block with a name is checked against a region of a pom.xml; one without is free text. */
     private static final Pattern XML_BLOCK = Pattern.compile("<!-- snippet: ([\\w-]+) -->\\n```xml\\n(.*?)```",
@@ -119,13 +119,14 @@ class DocSnippetsTest {
         // Test sources, and the whole of the Spring modules and the examples (an example's own
         // code is what its page shows; its test runs it), with their poms.
         for (String sources : List.of("synchronizers/src/test/java", "interop/src/test/java", "micrometer/src/test/java",
-                "reactor/src/test/java", "spring", "examples")) {
+                "reactor/src/test/java", "kotlin/src/test/kotlin", "spring", "examples")) {
             try (Stream<Path> files = Files.walk(ROOT.resolve(sources))) {
                 files.filter(p -> !p.toString().contains("/target/"))
-                        .filter(p -> p.toString().endsWith(".java") || p.getFileName().toString().equals("pom.xml"))
+                        .filter(p -> p.toString().endsWith(".java") || p.toString().endsWith(".kt")
+                                || p.getFileName().toString().equals("pom.xml"))
                         .forEach(p -> {
                     try {
-                        Matcher region = (p.toString().endsWith(".java") ? REGION : XML_REGION).matcher(Files.readString(p));
+                        Matcher region = (p.toString().endsWith(".xml") ? XML_REGION : REGION).matcher(Files.readString(p));
                         while (region.find()) {
                             String previous = snippets.put(region.group(1), normalize(region.group(2)));
                             assertTrue(previous == null, "snippet '" + region.group(1) + "' is defined twice");

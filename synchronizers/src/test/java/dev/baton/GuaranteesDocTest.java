@@ -31,8 +31,9 @@ class GuaranteesDocTest {
     void everyTestTheDocsNameExists() throws IOException {
         Map<String, String> sources = new TreeMap<>();
         try (Stream<Path> files = Files.walk(ROOT)) {
-            for (Path file : files.filter(p -> p.toString().contains("/src/test/java/") && p.toString().endsWith("Test.java")).toList()) {
-                sources.put(file.getFileName().toString().replace(".java", ""), Files.readString(file));
+            for (Path file : files.filter(p -> (p.toString().contains("/src/test/java/") && p.toString().endsWith("Test.java"))
+                    || (p.toString().contains("/src/test/kotlin/") && p.toString().endsWith("Test.kt"))).toList()) {
+                sources.put(file.getFileName().toString().replaceAll("\\.(java|kt)$", ""), Files.readString(file));
             }
         }
         List<Path> docs = new ArrayList<>(List.of(ROOT.resolve("README.md")));

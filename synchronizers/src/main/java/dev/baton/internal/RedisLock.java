@@ -180,8 +180,12 @@ class RedisLock implements BatonLock {
 
     @Override
     public <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        return withLockAsync(Baton.newOwnerId(), work);
+    }
+
+    @Override
+    public <T> CompletionStage<T> withLockAsync(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
         Objects.requireNonNull(work, "work");
-        long ownerId = Baton.newOwnerId();
         CompletableFuture<T> result = new CompletableFuture<>();
         CompletableFuture<Void> acquired = lockAsync(ownerId).toCompletableFuture();
         result.whenComplete((r, e) -> acquired.cancel(false)); // given up before the grant: the wait is abandoned

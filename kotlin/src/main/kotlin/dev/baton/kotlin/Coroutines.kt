@@ -1,0 +1,216 @@
+/**
+ * Baton's synchronizers for Kotlin coroutines.
+ *
+ * A coroutine moves between threads and many coroutines share one thread, so a lock's holder
+ * here is never a thread: it is the [BatonOwner] in the coroutine's context, which its children
+ * inherit. [SuspendingLock.withLock] gives a coroutine an owner if it has none, so the same
+ * coroutine (and its children) re-enter the lock, and unrelated coroutines on one thread
+ * exclude each other.
+ */
+package dev.baton.kotlin
+
+import dev.baton.Baton
+import dev.baton.BatonCountDownLatch
+import dev.baton.BatonLock
+import dev.baton.BatonSemaphore
+import dev.baton.LeaseLostException
+import dev.baton.LeaseScope
+import dev.baton.RedisUnavailableException
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.async
+import kotlinx.coroutines.future.asCompletableFuture
+import kotlinx.coroutines.future.await
+import kotlinx.coroutines.suspendCancellableCoroutine
+import kotlinx.coroutines.supervisorScope
+import kotlinx.coroutines.withContext
+import java.util.concurrent.CompletionException
+import java.util.concurrent.CompletionStage
+import java.util.concurrent.TimeUnit
+import kotlin.coroutines.AbstractCoroutineContextElement
+import kotlin.coroutines.CoroutineContext
+import kotlin.coroutines.coroutineContext
+import kotlin.coroutines.resume
+import kotlin.coroutines.resumeWithException
+import kotlin.time.Duration
+
+/**
+ * The lock owner of a coroutine and its children ([Baton.newOwnerId]). Put one in a context with
+ * [withBatonOwner]; [SuspendingLock.withLock] adds one itself when the context has none.
+ */
+class BatonOwner(val id: Long) : AbstractCoroutineContextElement(BatonOwner) {
+    /** The key of [BatonOwner] in a coroutine context. */
+    companion object Key : CoroutineContext.Key<BatonOwner>
+
+    override fun toString(): String = "BatonOwner($id)"
+}
+
+/**
+ * Runs [block] with an owner of its own in the coroutine context, for [SuspendingLock.lock] and
+ * [SuspendingLock.unlock] that belong together.
+ */
+suspend fun <T> withBatonOwner(block: suspend CoroutineScope.() -> T): T =
+    withContext(BatonOwner(Baton.newOwnerId()), block)
+
+/** This lock with suspend functions ([SuspendingLock]). */
+fun BatonLock.suspending(): SuspendingLock = SuspendingLock(this)
+
+/** This semaphore with suspend functions ([SuspendingSemaphore]). */
+fun BatonSemaphore.suspending(): SuspendingSemaphore = SuspendingSemaphore(this)
+
+/** This latch with suspend functions ([SuspendingCountDownLatch]). */
+fun BatonCountDownLatch.suspending(): SuspendingCountDownLatch = SuspendingCountDownLatch(this)
+
+/** A Baton lock with suspend functions; the holder is the coroutine's [BatonOwner]. */
+class SuspendingLock(val lock: BatonLock) {
+
+    /**
+     * Holds the lock while [block] runs, for the coroutine's owner (a new one if its context has
+     * none; [block] and its children run with it, so they re-enter this lock), and releases it
+     * however [block] ends. [block] is given the [LeaseScope] of the hold and runs as a child
+     * coroutine that is cancelled when the lease is lost or no longer known to be held (the
+     * bounds of [BatonLock.withLockAsync]); this function then throws [LeaseLostException].
+     *
+     * How it ends: with [block]'s value, after the release; with [block]'s exception, after the
+     * release; with [LeaseLostException] as above; with [RedisUnavailableException] if Redis does
+     * not answer the acquisition within the command timeout (+ 150 ms). Cancelling the calling
+     * coroutine while it waits abandons the wait (nothing stays held or queued, [block] does not
+     * run); while [block] runs, it cancels [block] and releases the lock.
+     */
+    suspend fun <T> withLock(block: suspend CoroutineScope.(LeaseScope) -> T): T {
+        val owner = coroutineContext[BatonOwner] ?: BatonOwner(Baton.newOwnerId())
+        return supervisorScope {
+            lock.withLockAsync(owner.id) { scope ->
+                async(owner) { block(scope) }.asCompletableFuture()
+            }.awaitUnwrapped()
+        }
+    }
+
+    /**
+     * Acquires the lock for the coroutine's [BatonOwner] (see [withBatonOwner]), with the
+     * watchdog. Cancelling the coroutine abandons the wait; a grant that comes as it is
+     * cancelled is given back. Throws [IllegalStateException] if the context has no owner,
+     * [RedisUnavailableException] as [BatonLock.lock].
+     */
+    suspend fun lock() {
+        val owner = requiredOwner()
+        acquire(owner, lock.lockAsync(owner)) { true }
+    }
+
+    /** Tries to acquire the lock for the coroutine's owner, waiting at most [wait]; returns whether it did. */
+    suspend fun tryLock(wait: Duration): Boolean {
+        val owner = requiredOwner()
+        return acquire(owner, lock.tryLockAsync(wait.inWholeMilliseconds, TimeUnit.MILLISECONDS, owner)) { it }
+    }
+
+    /**
+     * Releases one hold of the coroutine's owner; throws as [BatonLock.unlock] does. The release
+     * is not cancelled with the coroutine: it completes first.
+     */
+    suspend fun unlock() {
+        val owner = requiredOwner()
+        withContext(NonCancellable) { lock.unlockAsync(owner).awaitUnwrapped() }
+    }
+
+    private suspend fun requiredOwner(): Long = coroutineContext[BatonOwner]?.id
+        ?: throw IllegalStateException("no lock owner in the coroutine's context for '${lock.name}': "
+            + "run it inside withBatonOwner { }, or use withLock { }")
+
+    /** Awaits an acquisition; a cancel abandons it, and a grant that raced the cancel is given back. */
+    private suspend fun <T> acquire(owner: Long, acquisition: CompletionStage<T>, isHold: (T) -> Boolean): T =
+        suspendCancellableCoroutine { continuation ->
+            val future = acquisition.toCompletableFuture()
+            continuation.invokeOnCancellation { future.cancel(false) }
+            future.whenComplete { value, error ->
+                if (error != null) {
+                    continuation.resumeWithException(unwrap(error))
+                } else {
+                    continuation.resume(value) { _, _, _ ->
+                        if (isHold(value)) {
+                            lock.unlockAsync(owner) // granted as the coroutine was cancelled: nobody will unlock it
+                        }
+                    }
+                }
+            }
+        }
+
+    override fun toString(): String = "SuspendingLock(${lock.name})"
+}
+
+/** A Baton semaphore with suspend functions. Permits have no owner. */
+class SuspendingSemaphore(val semaphore: BatonSemaphore) {
+
+    /**
+     * Takes [permits] while [block] runs and gives them back however it ends. Cancelling the
+     * coroutine while it waits abandons the wait; permits granted as it is cancelled are given
+     * back.
+     */
+    suspend fun <T> withPermits(permits: Int, block: suspend () -> T): T {
+        suspendCancellableCoroutine { continuation ->
+            val future = semaphore.acquireAsync(permits).toCompletableFuture()
+            continuation.invokeOnCancellation { future.cancel(false) }
+            future.whenComplete { _, error ->
+                if (error != null) {
+                    continuation.resumeWithException(unwrap(error))
+                } else {
+                    continuation.resume(Unit) { _, _, _ -> semaphore.releaseAsync(permits) }
+                }
+            }
+        }
+        try {
+            return block()
+        } finally {
+            withContext(NonCancellable) { semaphore.releaseAsync(permits).awaitUnwrapped() }
+        }
+    }
+
+    /** Gives back [permits]; not cancelled with the coroutine (see [BatonSemaphore.release]). */
+    suspend fun release(permits: Int) {
+        withContext(NonCancellable) { semaphore.releaseAsync(permits).awaitUnwrapped() }
+    }
+
+    /** The permits free now. */
+    suspend fun availablePermits(): Int = semaphore.availablePermitsAsync().awaitUnwrapped()
+
+    /** Sets the permits if the semaphore does not exist yet; returns whether it did. */
+    suspend fun trySetPermits(permits: Int): Boolean = semaphore.trySetPermitsAsync(permits).awaitUnwrapped()
+}
+
+/** A Baton count-down latch with suspend functions. */
+class SuspendingCountDownLatch(val latch: BatonCountDownLatch) {
+    /** Sets the count if the latch is not counting already; returns whether it did. */
+    suspend fun trySetCount(count: Long): Boolean = latch.trySetCountAsync(count).awaitUnwrapped()
+
+    /** Counts down by one; not cancelled with the coroutine (see [BatonCountDownLatch.countDown]). */
+    suspend fun countDown() {
+        withContext(NonCancellable) { latch.countDownAsync().awaitUnwrapped() }
+    }
+
+    /** The count now. */
+    suspend fun count(): Long = latch.countAsync()
+
+    /**
+     * Suspends until the count is zero; throws [dev.baton.SynchronizerDeletedException] if the
+     * latch is deleted meanwhile. Cancelling the coroutine stops the wait and unsubscribes.
+     */
+    suspend fun await() {
+        latch.awaitAsync().awaitUnwrapped()
+    }
+
+    /** Suspends until the count is zero or [timeout] passes; returns whether it reached zero. */
+    suspend fun await(timeout: Duration): Boolean =
+        latch.awaitAsync(timeout.inWholeMilliseconds, TimeUnit.MILLISECONDS).awaitUnwrapped()
+
+    private suspend fun BatonCountDownLatch.countAsync(): Long = getCountAsync().awaitUnwrapped()
+}
+
+/** [await], with Baton's own exception instead of a [CompletionException] around it. */
+private suspend fun <T> CompletionStage<T>.awaitUnwrapped(): T =
+    try {
+        await()
+    } catch (e: CompletionException) {
+        throw e.cause ?: e
+    }
+
+private fun unwrap(error: Throwable): Throwable =
+    if (error is CompletionException && error.cause != null) error.cause!! else error

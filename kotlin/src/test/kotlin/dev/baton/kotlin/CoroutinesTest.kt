@@ -1,0 +1,193 @@
+package dev.baton.kotlin
+
+import dev.baton.Baton
+import dev.baton.BatonOptions
+import dev.baton.LeaseLostException
+import dev.baton.testkit.Await
+import dev.baton.testkit.Bounds
+import dev.baton.testkit.RedisExtension
+import dev.baton.testkit.RedisServer
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.asCoroutineDispatcher
+import kotlinx.coroutines.async
+import kotlinx.coroutines.cancelAndJoin
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withContext
+import org.junit.jupiter.api.AfterEach
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertInstanceOf
+import org.junit.jupiter.api.Assertions.assertNotEquals
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.BeforeEach
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.extension.ExtendWith
+import java.util.concurrent.Executors
+import java.util.concurrent.atomic.AtomicBoolean
+import kotlin.time.Duration.Companion.milliseconds
+import java.time.Duration as JavaDuration
+
+/**
+ * baton-kotlin on a real Redis: holders per coroutine (its context), never per thread; the
+ * scoped block re-enters within its coroutine and children, releases however it ends, and is
+ * cancelled when its lease is lost; a cancelled wait leaves nothing behind. Watchdog 900 ms.
+ */
+@ExtendWith(RedisExtension::class)
+class CoroutinesTest(private val redis: RedisServer) {
+    private lateinit var baton: Baton
+
+    @BeforeEach
+    fun open() {
+        redis.command("FLUSHALL")
+        baton = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG)
+            .commandTimeout(JavaDuration.ofSeconds(1)).build())
+    }
+
+    @AfterEach
+    fun close() = baton.close()
+
+    @Test
+    fun withLockReEntersWithinTheCoroutineAndItsChildrenAndReleasesHoweverItEnds() = runBlocking {
+        // snippet kotlin-with-lock begins
+        val lock = baton.lock("orders:42").suspending()
+        val posted = lock.withLock { scope ->
+            scope.checkValid()                                  // LeaseLostException once not known to be held
+            val nested = lock.withLock { "re-entered" }         // the same coroutine: its own hold again
+            val child = async { lock.withLock { "by its child too" } }.await()
+            "$nested, $child"
+        }                                                       // released here
+        // snippet kotlin-with-lock ends
+        assertEquals("re-entered, by its child too", posted)
+        assertEquals(0L, redis.command("EXISTS", "orders:42"), "released")
+
+        val failed = runCatching { lock.withLock<String> { throw IllegalStateException("the block failed") } }
+        assertEquals("the block failed", failed.exceptionOrNull()?.message)
+        assertEquals(0L, redis.command("EXISTS", "orders:42"), "released after a failing block")
+    }
+
+    @Test
+    fun unrelatedCoroutinesOnOneThreadExcludeEachOther() {
+        val one = Executors.newSingleThreadExecutor().asCoroutineDispatcher()
+        try {
+            runBlocking(one) {
+                val lock = baton.lock("one-thread").suspending()
+                val holding = CompletableDeferred<String>()
+                val release = CompletableDeferred<Unit>()
+                val first = launch {
+                    lock.withLock {
+                        holding.complete(Thread.currentThread().name.substringBefore(" @"))
+                        release.await()
+                    }
+                }
+                val firstThread = holding.await()
+                val second = withBatonOwner { lock.tryLock(0.milliseconds) }
+                assertEquals(firstThread, Thread.currentThread().name.substringBefore(" @"), "both on one thread")
+                assertFalse(second, "an unrelated coroutine on the same thread is another owner")
+                release.complete(Unit)
+                first.join()
+            }
+        } finally {
+            one.close()
+        }
+        assertEquals(0L, redis.command("EXISTS", "one-thread"))
+    }
+
+    @Test
+    fun lockAndUnlockAcrossDispatchersForTheCoroutinesOwner() = runBlocking {
+        val lock = baton.lock("hopping").suspending()
+        // snippet kotlin-lock-unlock begins
+        withBatonOwner {
+            lock.lock()
+            val lockedOn = Thread.currentThread()
+            val workedOn = withContext(Dispatchers.IO) { Thread.currentThread() } // another thread, the same owner
+            lock.unlock()
+            assertNotEquals(lockedOn, workedOn)
+        }
+        // snippet kotlin-lock-unlock ends
+        assertEquals(0L, redis.command("EXISTS", "hopping"))
+        val noOwner = runCatching { lock.lock() }.exceptionOrNull()
+        assertInstanceOf(IllegalStateException::class.java, noOwner)
+        assertTrue(noOwner!!.message!!.contains("withBatonOwner"), noOwner.message)
+    }
+
+    @Test
+    fun aCancelledWaitLeavesNoHoldSubscriptionOrQueueEntry() = runBlocking {
+        val other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build())
+        try {
+            val theirs = other.fairLock("queued")
+            theirs.lock()
+            val ran = AtomicBoolean()
+            val waiting = launch(Dispatchers.IO) { baton.fairLock("queued").suspending().withLock { ran.set(true) } }
+            Await.until(JavaDuration.ofSeconds(5), { "queued" }) { redis.command("ZCARD", "baton_fair_queue:{queued}") == 1L }
+            waiting.cancelAndJoin()
+            Await.until(Bounds.CLEAN_UP, { "its queue entry and subscription gone" }) {
+                redis.command("ZCARD", "baton_fair_queue:{queued}") == 0L && redis.subscribers("baton_fair_lock:{queued}") == 0L
+            }
+            theirs.unlock()
+            assertEquals(0L, redis.command("EXISTS", "queued"))
+            assertFalse(ran.get(), "the block of a cancelled wait never runs")
+            assertEquals(0, baton.leasesHeld())
+        } finally {
+            other.close()
+        }
+    }
+
+    @Test
+    fun theBlockIsCancelledWithLeaseLostWhenTheLeaseIsLost() = runBlocking {
+        val cancelled = AtomicBoolean()
+        var deleted = 0L
+        val failure = runCatching {
+            baton.lock("lost").suspending().withLock {
+                try {
+                    deleted = System.nanoTime()
+                    redis.command("DEL", "lost")
+                    delay(30_000)
+                } finally {
+                    cancelled.set(true)
+                }
+            }
+        }.exceptionOrNull()
+        val after = JavaDuration.ofNanos(System.nanoTime() - deleted)
+        assertInstanceOf(LeaseLostException::class.java, failure, failure.toString())
+        assertTrue(cancelled.get(), "the block's coroutine was cancelled")
+        val bound = Bounds.within(WATCHDOG.dividedBy(3))
+        assertTrue(after <= bound, "within ${bound.toMillis()} ms of the delete: ${after.toMillis()} ms")
+        assertEquals(0, baton.leasesHeld())
+    }
+
+    @Test
+    fun semaphoresAndLatchesSuspend() = runBlocking {
+        val permits = baton.semaphore("partner").suspending()
+        assertTrue(permits.trySetPermits(2))
+        var inside = 0
+        var most = 0
+        val jobs = (1..6).map {
+            launch(Dispatchers.Default) {
+                permits.withPermits(1) {
+                    synchronized(this@CoroutinesTest) { inside++; most = maxOf(most, inside) }
+                    delay(20)
+                    synchronized(this@CoroutinesTest) { inside-- }
+                }
+            }
+        }
+        jobs.forEach { it.join() }
+        assertTrue(most in 1..2, "at most the 2 permits at once: $most")
+        assertEquals(2, permits.availablePermits())
+
+        val latch = baton.countDownLatch("workers").suspending()
+        assertTrue(latch.trySetCount(2))
+        val awaited = async { latch.await() }
+        latch.countDown()
+        assertFalse(awaited.isCompleted, "one count left")
+        latch.countDown()
+        awaited.await()
+        assertEquals(0L, latch.count())
+    }
+
+    private companion object {
+        val WATCHDOG: JavaDuration = JavaDuration.ofMillis(900)
+    }
+}
