@@ -16,15 +16,22 @@ import dev.baton.BatonSemaphore
 import dev.baton.LeaseLostException
 import dev.baton.LeaseScope
 import dev.baton.RedisUnavailableException
+import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Deferred
+import kotlinx.coroutines.ExperimentalCoroutinesApi
 import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.async
-import kotlinx.coroutines.future.asCompletableFuture
+import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.ensureActive
 import kotlinx.coroutines.future.await
 import kotlinx.coroutines.suspendCancellableCoroutine
 import kotlinx.coroutines.supervisorScope
 import kotlinx.coroutines.withContext
+import java.util.concurrent.CompletableFuture
 import java.util.concurrent.CompletionException
+import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.CompletionStage
 import java.util.concurrent.TimeUnit
 import kotlin.coroutines.AbstractCoroutineContextElement
@@ -41,6 +48,14 @@ import kotlin.time.Duration
 class BatonOwner(val id: Long) : AbstractCoroutineContextElement(BatonOwner) {
     /** The key of [BatonOwner] in a coroutine context. */
     companion object Key : CoroutineContext.Key<BatonOwner>
+
+    /**
+     * The locks this owner's [SuspendingLock.withLock] blocks hold now (by the lock's name and
+     * kind), with their scopes: a nested `withLock` of the same lock, in the coroutine or any of
+     * its children, runs under that hold without asking Redis again, so children that re-enter
+     * at the same time never send one owner's operations at once.
+     */
+    internal val held = ConcurrentHashMap<String, LeaseScope>()
 
     override fun toString(): String = "BatonOwner($id)"
 }
@@ -78,13 +93,56 @@ class SuspendingLock(val lock: BatonLock) {
      * run); while [block] runs, it cancels [block] and releases the lock.
      */
     suspend fun <T> withLock(block: suspend CoroutineScope.(LeaseScope) -> T): T {
-        val owner = coroutineContext[BatonOwner] ?: BatonOwner(Baton.newOwnerId())
+        coroutineContext.ensureActive()
+        val key = lock.toString()
+        val current = coroutineContext[BatonOwner]
+        val outer = current?.held?.get(key)
+        if (outer != null) {
+            outer.checkValid()
+            return coroutineScope { block(outer) } // re-entry: runs under the enclosing hold
+        }
+        val owner = current ?: BatonOwner(Baton.newOwnerId())
         return supervisorScope {
-            lock.withLockAsync(owner.id) { scope ->
-                async(owner) { block(scope) }.asCompletableFuture()
-            }.awaitUnwrapped()
+            val started = AtomicBoolean()
+            val result = lock.withLockAsync(owner.id) { scope ->
+                started.set(true)
+                owner.held[key] = scope
+                val deferred = async(owner) {
+                    try {
+                        block(scope)
+                    } finally {
+                        owner.held.remove(key, scope)
+                    }
+                }
+                BlockFuture(deferred)
+            }.toCompletableFuture()
+            awaitHold(result, started)
         }
     }
+
+    /**
+     * Awaits [result]. A cancel of the caller before the block started abandons the wait;
+     * after, the block (a child of the caller) is cancelled by the caller's own cancellation,
+     * and the release that follows its end is awaited before the cancellation goes on.
+     */
+    private suspend fun <T> awaitHold(result: CompletableFuture<T>, started: AtomicBoolean): T =
+        try {
+            suspendCancellableCoroutine { continuation ->
+                continuation.invokeOnCancellation {
+                    if (!started.get()) {
+                        result.cancel(false) // still waiting for the lock: abandoned
+                    }
+                }
+                result.whenComplete { value, error ->
+                    if (error != null) continuation.resumeWithException(unwrap(error)) else continuation.resume(value)
+                }
+            }
+        } catch (e: CancellationException) {
+            if (started.get()) {
+                withContext(NonCancellable) { runCatching { result.awaitUnwrapped() } } // the block's end and its release
+            }
+            throw e
+        }
 
     /**
      * Acquires the lock for the coroutine's [BatonOwner] (see [withBatonOwner]), with the
@@ -93,12 +151,14 @@ class SuspendingLock(val lock: BatonLock) {
      * [RedisUnavailableException] as [BatonLock.lock].
      */
     suspend fun lock() {
+        coroutineContext.ensureActive()
         val owner = requiredOwner()
         acquire(owner, lock.lockAsync(owner)) { true }
     }
 
     /** Tries to acquire the lock for the coroutine's owner, waiting at most [wait]; returns whether it did. */
     suspend fun tryLock(wait: Duration): Boolean {
+        coroutineContext.ensureActive()
         val owner = requiredOwner()
         return acquire(owner, lock.tryLockAsync(wait.inWholeMilliseconds, TimeUnit.MILLISECONDS, owner)) { it }
     }
@@ -127,7 +187,8 @@ class SuspendingLock(val lock: BatonLock) {
                 } else {
                     continuation.resume(value) { _, _, _ ->
                         if (isHold(value)) {
-                            lock.unlockAsync(owner) // granted as the coroutine was cancelled: nobody will unlock it
+                            // Granted as the coroutine was cancelled: nobody will unlock it.
+                            runCatching { lock.unlockAsync(owner) }
                         }
                     }
                 }
@@ -146,6 +207,7 @@ class SuspendingSemaphore(val semaphore: BatonSemaphore) {
      * back.
      */
     suspend fun <T> withPermits(permits: Int, block: suspend () -> T): T {
+        coroutineContext.ensureActive()
         suspendCancellableCoroutine { continuation ->
             val future = semaphore.acquireAsync(permits).toCompletableFuture()
             continuation.invokeOnCancellation { future.cancel(false) }
@@ -153,15 +215,24 @@ class SuspendingSemaphore(val semaphore: BatonSemaphore) {
                 if (error != null) {
                     continuation.resumeWithException(unwrap(error))
                 } else {
-                    continuation.resume(Unit) { _, _, _ -> semaphore.releaseAsync(permits) }
+                    continuation.resume(Unit) { _, _, _ -> runCatching { semaphore.releaseAsync(permits) } }
                 }
             }
         }
-        try {
-            return block()
-        } finally {
-            withContext(NonCancellable) { semaphore.releaseAsync(permits).awaitUnwrapped() }
+        val outcome = runCatching { block() }
+        val released = runCatching { withContext(NonCancellable) { semaphore.releaseAsync(permits).awaitUnwrapped() } }
+        val failure = outcome.exceptionOrNull()
+        val releaseFailure = released.exceptionOrNull()
+        if (failure != null) {
+            if (releaseFailure != null && releaseFailure !== failure) {
+                failure.addSuppressed(releaseFailure)
+            }
+            throw failure
         }
+        if (releaseFailure != null) {
+            throw releaseFailure
+        }
+        return outcome.getOrThrow()
     }
 
     /** Gives back [permits]; not cancelled with the coroutine (see [BatonSemaphore.release]). */
@@ -202,6 +273,25 @@ class SuspendingCountDownLatch(val latch: BatonCountDownLatch) {
         latch.awaitAsync(timeout.inWholeMilliseconds, TimeUnit.MILLISECONDS).awaitUnwrapped()
 
     private suspend fun BatonCountDownLatch.countAsync(): Long = getCountAsync().awaitUnwrapped()
+}
+
+/**
+ * The block's coroutine as the stage Baton waits for: it completes when the block has ended,
+ * never before, and cancelling it (a lost lease) cancels the block and still waits for its end,
+ * so the lock is released only once the block, its `finally` included, is over.
+ */
+private class BlockFuture<T>(private val deferred: Deferred<T>) : CompletableFuture<T>() {
+    init {
+        deferred.invokeOnCompletion { error ->
+            @OptIn(ExperimentalCoroutinesApi::class)
+            if (error == null) super.complete(deferred.getCompleted()) else super.completeExceptionally(error)
+        }
+    }
+
+    override fun cancel(mayInterruptIfRunning: Boolean): Boolean {
+        deferred.cancel()
+        return false
+    }
 }
 
 /** [await], with Baton's own exception instead of a [CompletionException] around it. */

@@ -9,6 +9,8 @@ import dev.baton.testkit.RedisExtension
 import dev.baton.testkit.RedisServer
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.asCoroutineDispatcher
 import kotlinx.coroutines.async
 import kotlinx.coroutines.cancelAndJoin
@@ -185,6 +187,50 @@ class CoroutinesTest(private val redis: RedisServer) {
         latch.countDown()
         awaited.await()
         assertEquals(0L, latch.count())
+    }
+
+    @Test
+    fun childrenReEnteringAtOnceRunUnderTheOneHold() = runBlocking {
+        val lock = baton.lock("children").suspending()
+        lock.withLock {
+            coroutineScope {
+                repeat(4) {
+                    launch(Dispatchers.Default) {
+                        lock.withLock {
+                            assertEquals(listOf("1"), redis.command("HVALS", "children"), "one hold in Redis, not one per child")
+                            delay(20)
+                        }
+                    }
+                }
+            }
+        }
+        assertEquals(0L, redis.command("EXISTS", "children"))
+        assertEquals(0, baton.leasesHeld())
+    }
+
+    @Test
+    fun aCancelledCallerReleasesOnlyAfterTheBlockHasEnded() = runBlocking {
+        val lock = baton.lock("cleanup").suspending()
+        val started = CompletableDeferred<Unit>()
+        val heldDuringCleanup = AtomicBoolean()
+        val job = launch(Dispatchers.Default) {
+            lock.withLock {
+                try {
+                    started.complete(Unit)
+                    delay(30_000)
+                } finally {
+                    withContext(NonCancellable) {
+                        delay(200) // a clean-up that still runs under the lock
+                        heldDuringCleanup.set(redis.command("EXISTS", "cleanup") == 1L)
+                    }
+                }
+            }
+        }
+        started.await()
+        job.cancelAndJoin()
+        assertTrue(heldDuringCleanup.get(), "the lock was still held while the block's clean-up ran")
+        assertEquals(0L, redis.command("EXISTS", "cleanup"), "released by the time the cancelled caller ended")
+        assertEquals(0, baton.leasesHeld())
     }
 
     private companion object {

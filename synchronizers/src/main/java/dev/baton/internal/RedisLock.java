@@ -143,6 +143,7 @@ class RedisLock implements BatonLock {
             failure = t;
         }
         String stopped = scope.finish();
+        boolean last = lease.holds <= 1;
         RuntimeException releaseFailure = null;
         try {
             unlock();
@@ -150,7 +151,7 @@ class RedisLock implements BatonLock {
             releaseFailure = e;
         }
         if (stopped != null) {
-            if (releaseFailure instanceof RedisUnavailableException) {
+            if (releaseFailure instanceof RedisUnavailableException && last) {
                 // Not known to be held, and not known to be released: nothing renews it any more
                 // (its renewal stopped before the release was sent), so Redis lets it expire
                 // within its lease; nobody will call unlock again for it.
@@ -250,11 +251,14 @@ class RedisLock implements BatonLock {
         scope.workStage(stage);
         stage.whenComplete((value, workFailure) -> {
             String stopped = scope.finish();
+            Lease held = services.leases().get(name, owner(ownerId));
+            boolean last = held == null || held.holds <= 1;
             releaseAsync(ownerId).whenComplete((v, releaseError) -> {
                 Throwable releaseFailure = releaseError == null ? null : Failures.unwrap(releaseError);
-                if (releaseFailure instanceof RedisUnavailableException) {
-                    // Nobody can call unlock again for this call's own owner id: forget the
-                    // hold, which nothing renews any more, so Redis lets it expire with its lease.
+                if (releaseFailure instanceof RedisUnavailableException && last) {
+                    // Nobody will call unlock again for this call's hold: forget it, which
+                    // nothing renews any more, so Redis lets it expire with its lease (a hold
+                    // the owner re-entered stays: its outer holder releases it).
                     forgetUnconfirmed(ownerId);
                 }
                 Throwable failure = workFailure == null ? null : Failures.unwrap(workFailure);
