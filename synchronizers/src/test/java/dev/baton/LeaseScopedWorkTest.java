@@ -338,4 +338,28 @@ class LeaseScopedWorkTest {
         assertTrue(failed.getCause().getMessage().contains("closed"), failed.getCause().getMessage());
         assertTrue(pending.isCancelled());
     }
+
+    @Test
+    void asyncWorkIsCancelledWhenItsValidityRunsOutWhileRedisIsPaused() throws Exception {
+        Pending running = pending(baton.lock("async-paused"));
+        AtomicLong cancelledAt = new AtomicLong();
+        running.work().whenComplete((v, e) -> cancelledAt.set(System.nanoTime()));
+        long paused = System.nanoTime();
+        redis.pause();
+        java.util.concurrent.ExecutionException failed;
+        try {
+            failed = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> running.done().get(10, TimeUnit.SECONDS));
+        } finally {
+            redis.resume();
+        }
+        assertInstanceOf(LeaseLostException.class, failed.getCause());
+        assertTrue(running.work().isCancelled(), "the work's stage was cancelled");
+        Duration after = Duration.ofNanos(cancelledAt.get() - paused);
+        Duration bound = Bounds.within(WATCHDOG);
+        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after the pause, bound "
+                + bound.toMillis() + " ms");
+        assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
+                + after.toMillis() + " ms");
+    }
 }

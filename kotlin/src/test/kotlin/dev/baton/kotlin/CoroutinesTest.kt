@@ -233,6 +233,33 @@ class CoroutinesTest(private val redis: RedisServer) {
         assertEquals(0, baton.leasesHeld())
     }
 
+    @Test
+    fun theBlockIsCancelledWhenItsValidityRunsOutWhileRedisIsPaused() = runBlocking {
+        var paused = 0L
+        var cancelledAt = 0L
+        val failure = try {
+            runCatching {
+                baton.lock("paused").suspending().withLock {
+                    try {
+                        paused = System.nanoTime()
+                        redis.pause()
+                        delay(30_000)
+                    } finally {
+                        cancelledAt = System.nanoTime()
+                    }
+                }
+            }.exceptionOrNull()
+        } finally {
+            redis.resume()
+        }
+        assertInstanceOf(LeaseLostException::class.java, failure, failure.toString())
+        val after = JavaDuration.ofNanos(cancelledAt - paused)
+        val bound = Bounds.within(WATCHDOG)
+        assertTrue(after <= bound, "cancelled ${after.toMillis()} ms after the pause, bound ${bound.toMillis()} ms")
+        assertTrue(after >= WATCHDOG.dividedBy(2), "not before the last renewal's lease could end: ${after.toMillis()} ms")
+        assertEquals(0, baton.leasesHeld())
+    }
+
     private companion object {
         val WATCHDOG: JavaDuration = JavaDuration.ofMillis(900)
     }

@@ -247,4 +247,26 @@ class ReactiveBatonTest {
         assertTrue(cancelled.get(), "the inner flux cancelled");
         assertEquals(0, baton.leasesHeld());
     }
+
+    @Test
+    void theInnerPublisherIsCancelledWithinTheLeaseWhenRedisRestartsEmpty() {
+        AtomicBoolean cancelled = new AtomicBoolean();
+        AtomicLong restartBegan = new AtomicLong();
+        AtomicLong cancelledAt = new AtomicLong();
+        Mono<Object> work = reactive.lock("restarted").withLock(scope -> Mono.never().doOnSubscribe(s -> {
+            restartBegan.set(System.nanoTime());
+            redis.restartWithoutData();
+        }).doOnCancel(() -> {
+            cancelledAt.set(System.nanoTime());
+            cancelled.set(true);
+        }));
+        Throwable error = assertThrows(RuntimeException.class, () -> work.block(Duration.ofSeconds(10)));
+        assertInstanceOf(LeaseLostException.class, error, String.valueOf(error));
+        assertTrue(cancelled.get(), "the inner publisher was cancelled");
+        Duration after = Duration.ofNanos(cancelledAt.get() - restartBegan.get());
+        Duration bound = Bounds.within(WATCHDOG);
+        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after the restart began, bound "
+                + bound.toMillis() + " ms");
+        assertEquals(0, baton.leasesHeld());
+    }
 }
