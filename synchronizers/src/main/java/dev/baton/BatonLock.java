@@ -239,8 +239,9 @@ public interface BatonLock extends Lock {
      * Work that blocks (I/O, {@code sleep}, a wait) ends with {@link InterruptedException} or
      * its interruptible equivalent; work that computes should call {@link LeaseScope#checkValid()}.
      * Either way, once the work returns or throws, {@code withLock} throws
-     * {@link LeaseLostException} with the work's exception, if any, as its cause (an
-     * {@link Error} is thrown as it is, with the {@code LeaseLostException} suppressed), and the
+     * {@link LeaseLostException} with the work's exception, if any, as its cause (the work's own
+     * {@code LeaseLostException}, from {@link LeaseScope#checkValid()}, is thrown as it is; so is
+     * an {@link Error}, with the {@code LeaseLostException} suppressed), and the
      * thread's interrupt status is as it was before the stop. If the release then cannot be
      * confirmed either, Baton forgets the hold (nothing renews it, so Redis lets it expire
      * within its lease) and adds the {@link RedisUnavailableException} to the

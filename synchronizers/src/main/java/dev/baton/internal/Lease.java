@@ -3,6 +3,7 @@ package dev.baton.internal;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Consumer;
 
 /**
@@ -49,8 +50,34 @@ final class Lease {
      */
     volatile long shortestLeaseMs;
 
-    /** Told once, with the reason, when the lease is lost or this record stops being the live one. */
-    final List<Consumer<String>> onLoss = new CopyOnWriteArrayList<>();
+    /**
+     * Lease-scoped work watching this lease, told once, with the reason, when it is lost or this
+     * record stops being the live one; null until some work watches (most leases never are, and
+     * a grant should not allocate for them).
+     */
+    private volatile CopyOnWriteArrayList<Consumer<String>> onLoss;
+    private static final AtomicReferenceFieldUpdater<Lease, CopyOnWriteArrayList> ON_LOSS =
+            AtomicReferenceFieldUpdater.newUpdater(Lease.class, CopyOnWriteArrayList.class, "onLoss");
+
+    /** Tells {@code watcher} when the lease is lost or stops being the live one. */
+    void watch(Consumer<String> watcher) {
+        ON_LOSS.compareAndSet(this, null, new CopyOnWriteArrayList<Consumer<String>>());
+        onLoss.add(watcher);
+    }
+
+    /** Stops telling {@code watcher}. */
+    void unwatch(Consumer<String> watcher) {
+        List<Consumer<String>> watchers = onLoss;
+        if (watchers != null) {
+            watchers.remove(watcher);
+        }
+    }
+
+    /** The watchers now (empty if none ever watched). */
+    List<Consumer<String>> watchers() {
+        List<Consumer<String>> watchers = onLoss;
+        return watchers == null ? List.of() : watchers;
+    }
 
     /** The part of the lease that {@link #validUntilNanos()} leaves out for clocks that run at different rates: 1 %. */
     static final int DRIFT_PERCENT = 1;

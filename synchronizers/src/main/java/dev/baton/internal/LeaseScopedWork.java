@@ -13,7 +13,7 @@ import java.util.function.Consumer;
 
 /**
  * One run of lease-scoped work ({@code BatonLock.withLock}): the {@link LeaseScope} the work is
- * given, and what stops the work when its lease is lost (the lease table tells {@link Lease#onLoss})
+ * given, and what stops the work when its lease is lost (the lease table tells {@link Lease#watch})
  * or its validity runs out on the client's clock (a timer at {@link Lease#validUntilNanos()},
  * re-armed while renewals move that on).
  *
@@ -60,7 +60,7 @@ final class LeaseScopedWork implements LeaseScope {
         if (worker != null) {
             RUNNING.get().addLast(this);
         }
-        lease.onLoss.add(onLoss);
+        lease.watch(onLoss);
         check();
     }
 
@@ -139,7 +139,7 @@ final class LeaseScopedWork implements LeaseScope {
      * @return why the work was stopped, or null if it was not
      */
     String finish() {
-        lease.onLoss.remove(onLoss);
+        lease.unwatch(onLoss);
         ArrayDeque<LeaseScopedWork> running = worker == null ? new ArrayDeque<>() : RUNNING.get();
         running.remove(this);
         if (running.isEmpty() && worker != null) {
@@ -207,6 +207,39 @@ final class LeaseScopedWork implements LeaseScope {
     @Override
     public OptionalLong fencingToken() {
         return fenced ? OptionalLong.of(lease.token) : OptionalLong.empty();
+    }
+
+    /**
+     * What finished work ends with, both forms alike: null for the work's result; else what to
+     * throw. A stopped work ends with {@link LeaseLostException} (the work's own failure as its
+     * cause, unless that was the stop's cancellation; an {@link Error} is thrown as it is, the
+     * loss suppressed); otherwise the work's failure (the release's added as suppressed), or the
+     * release's.
+     *
+     * @param stopped        why the work was stopped ({@link #finish()}), or null
+     * @param failure        what the work threw, unwrapped, or null
+     * @param releaseFailure what the release threw, unwrapped, or null
+     */
+    Throwable outcome(String stopped, Throwable failure, Throwable releaseFailure) {
+        if (stopped != null) {
+            LeaseLostException lost = failure instanceof LeaseLostException own ? own
+                    : lost(failure instanceof java.util.concurrent.CancellationException || failure instanceof Error ? null : failure);
+            if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
+                lost.addSuppressed(releaseFailure);
+            }
+            if (failure instanceof Error error) {
+                error.addSuppressed(lost);
+                return error;
+            }
+            return lost;
+        }
+        if (failure != null) {
+            if (releaseFailure != null && releaseFailure != failure) {
+                failure.addSuppressed(releaseFailure);
+            }
+            return failure;
+        }
+        return releaseFailure;
     }
 
     /**

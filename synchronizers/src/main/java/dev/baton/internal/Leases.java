@@ -117,7 +117,7 @@ final class Leases {
             // it, so a purge racing with this grant removes only the old one. So is a lease whose
             // final release is still in flight (a give-back of a cancelled acquisition's late
             // grant, say): that release's answer forgets its own record, never this new hold's.
-            Lease replaced = live.get(k);
+            Lease replaced = lease;
             lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, now);
             lease.leaseFrom(now);
             lease.sentNanos = sentNanos;
@@ -394,7 +394,7 @@ final class Leases {
 
     /** Tells the lease-scoped work under {@code lease} that it is not held any more, and why. */
     private static void tellLoss(Lease lease, String reason) {
-        for (Consumer<String> watcher : lease.onLoss) {
+        for (Consumer<String> watcher : lease.watchers()) {
             try {
                 watcher.accept(reason);
             } catch (RuntimeException e) {

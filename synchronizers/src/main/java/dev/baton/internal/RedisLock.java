@@ -150,31 +150,15 @@ class RedisLock implements BatonLock {
         } catch (RuntimeException e) {
             releaseFailure = e;
         }
-        if (stopped != null) {
-            if (releaseFailure instanceof RedisUnavailableException && last) {
-                // Not known to be held, and not known to be released: nothing renews it any more
-                // (its renewal stopped before the release was sent), so Redis lets it expire
-                // within its lease; nobody will call unlock again for it.
-                forgetUnconfirmed(ownerId);
-            }
-            LeaseLostException lost = scope.lost(failure instanceof Error ? null : failure);
-            if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
-                lost.addSuppressed(releaseFailure);
-            }
-            if (failure instanceof Error error) {
-                error.addSuppressed(lost);
-                throw error;
-            }
-            throw lost;
+        if (stopped != null && releaseFailure instanceof RedisUnavailableException && last) {
+            // Not known to be held, and not known to be released: nothing renews it any more
+            // (its renewal stopped before the release was sent), so Redis lets it expire
+            // within its lease; nobody will call unlock again for it.
+            forgetUnconfirmed(ownerId);
         }
-        if (failure != null) {
-            if (releaseFailure != null) {
-                failure.addSuppressed(releaseFailure);
-            }
-            throw LeaseScopedWork.<E>rethrow(failure);
-        }
-        if (releaseFailure != null) {
-            throw releaseFailure;
+        Throwable outcome = scope.outcome(stopped, failure, releaseFailure);
+        if (outcome != null) {
+            throw LeaseScopedWork.<E>rethrow(outcome);
         }
         return result;
     }
@@ -261,26 +245,10 @@ class RedisLock implements BatonLock {
                     // the owner re-entered stays: its outer holder releases it).
                     forgetUnconfirmed(ownerId);
                 }
-                Throwable failure = workFailure == null ? null : Failures.unwrap(workFailure);
-                if (stopped != null) {
-                    LeaseLostException lost = failure instanceof LeaseLostException own ? own
-                            : scope.lost(failure instanceof CancellationException || failure instanceof Error ? null : failure);
-                    if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
-                        lost.addSuppressed(releaseFailure);
-                    }
-                    if (failure instanceof Error error) {
-                        error.addSuppressed(lost);
-                        result.completeExceptionally(error);
-                    } else {
-                        result.completeExceptionally(lost);
-                    }
-                } else if (failure != null) {
-                    if (releaseFailure != null && releaseFailure != failure) {
-                        failure.addSuppressed(releaseFailure);
-                    }
-                    result.completeExceptionally(failure);
-                } else if (releaseFailure != null) {
-                    result.completeExceptionally(releaseFailure);
+                Throwable outcome = scope.outcome(stopped, workFailure == null ? null : Failures.unwrap(workFailure),
+                        releaseFailure);
+                if (outcome != null) {
+                    result.completeExceptionally(outcome);
                 } else {
                     result.complete(value);
                 }
