@@ -362,4 +362,36 @@ class LeaseScopedWorkTest {
         assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
                 + after.toMillis() + " ms");
     }
+
+    @Test
+    void nestedWorkStoppedTogetherLeavesTheThreadUninterrupted() throws Exception {
+        Baton closing = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG).build());
+        BatonLock outer = closing.lock("nest-outer");
+        BatonLock inner = closing.lock("nest-inner");
+        CountDownLatch started = new CountDownLatch(1);
+        Thread closer = new Thread(() -> {
+            try {
+                started.await();
+                closing.close(); // stops both scopes at once
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        closer.start();
+        assertThrows(LeaseLostException.class, () -> outer.withLock(o -> {
+            try {
+                inner.withLock(i -> {
+                    started.countDown();
+                    Thread.sleep(30_000);
+                    return null;
+                });
+            } catch (LeaseLostException innerLost) {
+                // the inner work's loss; the outer one is stopped too
+            }
+            Thread.sleep(30_000);
+            return null;
+        }));
+        closer.join(10_000);
+        assertFalse(Thread.interrupted(), "no stop's interrupt outlives the work");
+    }
 }

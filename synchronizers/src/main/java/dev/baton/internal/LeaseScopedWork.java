@@ -39,6 +39,11 @@ final class LeaseScopedWork implements LeaseScope {
     private final ReentrantLock guard = new ReentrantLock();
     /** The scoped work each thread runs now, innermost last (only the blocking form's threads). */
     private static final ThreadLocal<ArrayDeque<LeaseScopedWork>> RUNNING = ThreadLocal.withInitial(ArrayDeque::new);
+    /**
+     * Threads whose interrupt status a scope's stop set and no finish has cleared yet: another
+     * scope's stop on the same thread must not take that interrupt for one from elsewhere.
+     */
+    private static final java.util.Set<Thread> INTERRUPTED_BY_A_STOP = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final Consumer<String> onLoss = this::stop;
     /** Why the work was stopped, or null; written under {@link #guard}. */
     private volatile String stopped;
@@ -101,7 +106,8 @@ final class LeaseScopedWork implements LeaseScope {
             }
             stopped = why;
             if (worker != null) {
-                interruptedBefore = worker.isInterrupted();
+                interruptedBefore = worker.isInterrupted() && !INTERRUPTED_BY_A_STOP.contains(worker);
+                INTERRUPTED_BY_A_STOP.add(worker);
                 worker.interrupt();
             } else {
                 cancel = stage;
@@ -156,6 +162,9 @@ final class LeaseScopedWork implements LeaseScope {
                 boolean outerStopped = running.stream().anyMatch(LeaseScopedWork::isStopped);
                 if (interruptedBefore || outerStopped) {
                     worker.interrupt();
+                }
+                if (!outerStopped) {
+                    INTERRUPTED_BY_A_STOP.remove(worker);
                 }
             }
             return stopped;
@@ -222,7 +231,7 @@ final class LeaseScopedWork implements LeaseScope {
      */
     Throwable outcome(String stopped, Throwable failure, Throwable releaseFailure) {
         if (stopped != null) {
-            LeaseLostException lost = failure instanceof LeaseLostException own ? own
+            LeaseLostException lost = failure instanceof LeaseLostException own && lockName.equals(own.lockName()) ? own
                     : lost(failure instanceof java.util.concurrent.CancellationException || failure instanceof Error ? null : failure);
             if (releaseFailure != null && !(releaseFailure instanceof LeaseLostException)) {
                 lost.addSuppressed(releaseFailure);

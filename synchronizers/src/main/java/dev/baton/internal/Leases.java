@@ -429,10 +429,13 @@ final class Leases {
 
     /** Forgets everything (the client is closing). */
     void clear() {
-        for (Lease lease : live.values()) {
+        // Removed first, then told, as everywhere: work that starts watching meanwhile finds its
+        // lease gone when it checks.
+        List<Lease> closing = new ArrayList<>(live.values());
+        live.clear();
+        for (Lease lease : closing) {
             tellLoss(lease, "the client was closed, so nothing renews it");
         }
-        live.clear();
         lost.invalidateAll();
     }
 }
