@@ -184,6 +184,23 @@ class LeaseScopedWorkTest {
     }
 
     @Test
+    void workIsStoppedWhenTheWatchdogCannotRenewWithRedisDown() throws Exception {
+        // Every renewal fails (connection refused): the validity's end stops the work.
+        Duration bound = Bounds.within(WATCHDOG);
+        Stop stop;
+        try {
+            stop = runUntilStopped(baton.lock("down"), redis::kill);
+        } finally {
+            redis.restart();
+        }
+        assertTrue(stop.after().compareTo(bound) <= 0, "stopped " + stop.after().toMillis()
+                + " ms after Redis went down, bound " + bound.toMillis() + " ms");
+        assertTrue(stop.after().compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last confirmed renewal's lease "
+                + "could end: " + stop.after().toMillis() + " ms");
+        assertTrue(stop.lost().getMessage().contains("not known to be held"), stop.lost().getMessage());
+    }
+
+    @Test
     void closingTheClientStopsTheWork() throws Exception {
         Baton closing = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG).build());
         Stop stop = runUntilStopped(closing.lock("closing"), closing::close);
@@ -358,6 +375,43 @@ class LeaseScopedWorkTest {
         Duration after = Duration.ofNanos(cancelledAt.get() - paused);
         Duration bound = Bounds.within(WATCHDOG);
         assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after the pause, bound "
+                + bound.toMillis() + " ms");
+        assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
+                + after.toMillis() + " ms");
+    }
+
+    /** How long after {@code fault} began the async work's stage was cancelled; {@code heal} runs after. */
+    private Duration asyncCancelledAfter(String name, Runnable fault, Runnable heal) throws Exception {
+        Pending running = pending(baton.lock(name));
+        AtomicLong cancelledAt = new AtomicLong();
+        running.work().whenComplete((v, e) -> cancelledAt.set(System.nanoTime()));
+        long faultAt = System.nanoTime();
+        java.util.concurrent.ExecutionException failed;
+        try {
+            fault.run();
+            failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> running.done().get(10, TimeUnit.SECONDS));
+        } finally {
+            heal.run();
+        }
+        assertInstanceOf(LeaseLostException.class, failed.getCause());
+        assertTrue(running.work().isCancelled(), "the work's stage was cancelled");
+        return Duration.ofNanos(cancelledAt.get() - faultAt);
+    }
+
+    @Test
+    void asyncWorkIsCancelledWithinTheLeaseWhenRedisRestartsEmpty() throws Exception {
+        Duration after = asyncCancelledAfter("async-restarted", redis::restartWithoutData, () -> { });
+        Duration bound = Bounds.within(WATCHDOG);
+        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after the restart began, bound "
+                + bound.toMillis() + " ms");
+        assertEquals(0L, redis.command("EXISTS", "async-restarted"));
+    }
+
+    @Test
+    void asyncWorkIsCancelledWhenTheWatchdogCannotRenewWithRedisDown() throws Exception {
+        Duration after = asyncCancelledAfter("async-down", redis::kill, redis::restart);
+        Duration bound = Bounds.within(WATCHDOG);
+        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after Redis went down, bound "
                 + bound.toMillis() + " ms");
         assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
                 + after.toMillis() + " ms");

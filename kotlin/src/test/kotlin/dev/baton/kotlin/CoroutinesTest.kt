@@ -233,16 +233,20 @@ class CoroutinesTest(private val redis: RedisServer) {
         assertEquals(0, baton.leasesHeld())
     }
 
-    @Test
-    fun theBlockIsCancelledWhenItsValidityRunsOutWhileRedisIsPaused() = runBlocking {
-        var paused = 0L
+    /**
+     * Runs a block that waits forever under [name], with [fault] done inside it and [heal] after
+     * it ended; how long after the fault began the block was cancelled, which must have ended
+     * `withLock` with [LeaseLostException].
+     */
+    private fun cancelledAfter(name: String, fault: () -> Unit, heal: () -> Unit): JavaDuration = runBlocking {
+        var faultAt = 0L
         var cancelledAt = 0L
         val failure = try {
             runCatching {
-                baton.lock("paused").suspending().withLock {
+                baton.lock(name).suspending().withLock {
                     try {
-                        paused = System.nanoTime()
-                        redis.pause()
+                        faultAt = System.nanoTime()
+                        fault()
                         delay(30_000)
                     } finally {
                         cancelledAt = System.nanoTime()
@@ -250,14 +254,37 @@ class CoroutinesTest(private val redis: RedisServer) {
                 }
             }.exceptionOrNull()
         } finally {
-            redis.resume()
+            heal()
         }
         assertInstanceOf(LeaseLostException::class.java, failure, failure.toString())
-        val after = JavaDuration.ofNanos(cancelledAt - paused)
+        JavaDuration.ofNanos(cancelledAt - faultAt)
+    }
+
+    @Test
+    fun theBlockIsCancelledWhenItsValidityRunsOutWhileRedisIsPaused() {
+        val after = cancelledAfter("paused", redis::pause, redis::resume)
         val bound = Bounds.within(WATCHDOG)
         assertTrue(after <= bound, "cancelled ${after.toMillis()} ms after the pause, bound ${bound.toMillis()} ms")
         assertTrue(after >= WATCHDOG.dividedBy(2), "not before the last renewal's lease could end: ${after.toMillis()} ms")
         assertEquals(0, baton.leasesHeld())
+    }
+
+    @Test
+    fun theBlockIsCancelledWithinTheLeaseWhenRedisRestartsEmpty() {
+        val after = cancelledAfter("restarted", redis::restartWithoutData) {}
+        val bound = Bounds.within(WATCHDOG)
+        assertTrue(after <= bound, "cancelled ${after.toMillis()} ms after the restart began, bound ${bound.toMillis()} ms")
+        assertEquals(0L, redis.command("EXISTS", "restarted"))
+        assertEquals(0, baton.leasesHeld())
+    }
+
+    @Test
+    fun theBlockIsCancelledWhenTheWatchdogCannotRenewWithRedisDown() {
+        val after = cancelledAfter("down", redis::kill, redis::restart)
+        val bound = Bounds.within(WATCHDOG)
+        assertTrue(after <= bound, "cancelled ${after.toMillis()} ms after Redis went down, bound ${bound.toMillis()} ms")
+        assertTrue(after >= WATCHDOG.dividedBy(2), "not before the last renewal's lease could end: ${after.toMillis()} ms")
+        Await.until(Bounds.CLEAN_UP, { "nothing kept held" }) { baton.leasesHeld() == 0 }
     }
 
     private companion object {

@@ -269,4 +269,49 @@ class ReactiveBatonTest {
                 + bound.toMillis() + " ms");
         assertEquals(0, baton.leasesHeld());
     }
+
+    /**
+     * Runs a never-ending inner publisher under {@code name} with {@code fault} done once it is
+     * subscribed, and {@code heal} after it ended; how long after the fault began the publisher
+     * was cancelled, which must have ended the whole with {@link LeaseLostException}.
+     */
+    private Duration cancelledAfter(String name, Runnable fault, Runnable heal) {
+        AtomicLong faultAt = new AtomicLong();
+        AtomicLong cancelledAt = new AtomicLong();
+        Mono<Object> work = reactive.lock(name).withLock(scope -> Mono.never().doOnSubscribe(s -> {
+            faultAt.set(System.nanoTime());
+            fault.run();
+        }).doOnCancel(() -> cancelledAt.set(System.nanoTime())));
+        Throwable error;
+        try {
+            error = assertThrows(RuntimeException.class, () -> work.block(Duration.ofSeconds(10)));
+        } finally {
+            heal.run();
+        }
+        assertInstanceOf(LeaseLostException.class, error, String.valueOf(error));
+        assertTrue(cancelledAt.get() != 0, "the inner publisher was cancelled");
+        return Duration.ofNanos(cancelledAt.get() - faultAt.get());
+    }
+
+    @Test
+    void theInnerPublisherIsCancelledWhenItsValidityRunsOutWhileRedisIsPaused() {
+        Duration after = cancelledAfter("paused", redis::pause, redis::resume);
+        Duration bound = Bounds.within(WATCHDOG);
+        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after the pause, bound "
+                + bound.toMillis() + " ms");
+        assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
+                + after.toMillis() + " ms");
+        Await.until(Bounds.CLEAN_UP, () -> "nothing kept held", () -> baton.leasesHeld() == 0);
+    }
+
+    @Test
+    void theInnerPublisherIsCancelledWhenTheWatchdogCannotRenewWithRedisDown() {
+        Duration after = cancelledAfter("down", redis::kill, redis::restart);
+        Duration bound = Bounds.within(WATCHDOG);
+        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after Redis went down, bound "
+                + bound.toMillis() + " ms");
+        assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
+                + after.toMillis() + " ms");
+        Await.until(Bounds.CLEAN_UP, () -> "nothing kept held", () -> baton.leasesHeld() == 0);
+    }
 }
