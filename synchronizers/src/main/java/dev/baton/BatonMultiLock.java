@@ -62,4 +62,43 @@ public interface BatonMultiLock extends Lock {
 
     /** Asynchronous {@link #unlock()} for an explicit owner. */
     CompletionStage<Void> unlockAsync(long ownerId);
+
+    /**
+     * Lease-scoped work under every lock of the set: takes them one by one in the canonical
+     * order, as {@link BatonLock#withLock(LeaseWork)} takes one (watchdog leases, interruptible
+     * waits), runs {@code work} in the calling thread once all are held, and releases them in
+     * reverse order however the work ends. The work's scope is the set's: valid while every
+     * lock's lease is known to be held ({@link LeaseScope#remaining()} is the least of theirs),
+     * its {@link LeaseScope#members()} the locks' own scopes in the order taken. The work is
+     * stopped, by interrupting its thread, when any lock's lease is lost or runs out, in the
+     * cases and within the bounds of {@link BatonLock#withLock(LeaseWork)}; the call then throws
+     * that lock's {@link LeaseLostException}. A lock the thread waits for while another is
+     * already held ends the wait the same way if the held one is lost meanwhile (nothing held,
+     * the work not run). How the call can end is otherwise as for the single lock's.
+     *
+     * @param work the work; called once, with the set's scope
+     * @return what the work returned
+     * @throws E                    what the work threw
+     * @throws InterruptedException if interrupted while waiting for a lock (none are held then)
+     * @throws LeaseLostException   if any lock's lease was lost, or its validity ran out, while
+     *                              the work ran or while a later lock was awaited
+     */
+    <T, E extends Exception> T withLock(LeaseWork<T, E> work) throws E, InterruptedException;
+
+    /**
+     * The asynchronous form of {@link #withLock(LeaseWork)}, as
+     * {@link BatonLock#withLockAsync(java.util.function.Function)} is of the single lock's: the
+     * locks are held for an owner of the call's own, the work's stage is cancelled when any lock's
+     * lease is lost or runs out, and the returned stage completes after every release. Completing
+     * or cancelling the returned stage before all are held abandons the wait and gives back what
+     * was taken; after, it stops the work and releases them.
+     *
+     * @param work the work; called once, with the set's scope, off Baton's threads
+     * @return the stage of the work's result, completed after the releases
+     */
+    <T> CompletionStage<T> withLockAsync(java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
+
+    /** {@link #withLockAsync(java.util.function.Function)} for the given owner (re-entering what it holds). */
+    <T> CompletionStage<T> withLockAsync(long ownerId,
+                                         java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
 }

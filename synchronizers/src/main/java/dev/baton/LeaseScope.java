@@ -23,7 +23,10 @@ import java.util.OptionalLong;
  * closes it ({@link BatonFencedLock}, docs/fencing.md).
  */
 public interface LeaseScope {
-    /** The name of the lock the work holds. */
+    /**
+     * The name of the lock the work holds; a multi-lock's scope gives its locks' names in the
+     * order taken, separated by {@code ", "}.
+     */
     String lockName();
 
     /**
@@ -45,7 +48,16 @@ public interface LeaseScope {
 
     /**
      * The fencing token of this hold (a {@link BatonFencedLock}'s grant); empty for a lock
-     * without tokens.
+     * without tokens and for a multi-lock (see {@link #members()}).
      */
     OptionalLong fencingToken();
+
+    /**
+     * The scopes this one is made of: a multi-lock's ({@link BatonMultiLock#withLock(LeaseWork)})
+     * gives each lock's own, in the order taken (a fenced lock's token is found there; the
+     * multi-lock's own {@link #fencingToken()} is empty); a single lock's is this scope alone.
+     */
+    default java.util.List<LeaseScope> members() {
+        return java.util.List.of(this);
+    }
 }

@@ -4,6 +4,8 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.baton.BatonLock;
 import dev.baton.BatonMultiLock;
+import dev.baton.LeaseScope;
+import dev.baton.LeaseWork;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -11,10 +13,12 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /*
  * All-or-nothing over several locks, deadlock-free by taking them in one canonical order (by
@@ -597,6 +601,109 @@ final class MultiLock implements BatonMultiLock {
             }));
         }
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).thenApply(ignored -> errors);
+    }
+
+    @Override
+    public <T, E extends Exception> T withLock(LeaseWork<T, E> work) throws E, InterruptedException {
+        Objects.requireNonNull(work, "work");
+        try {
+            return nested(0, List.of(), work);
+        } catch (InterruptedException e) {
+            throw e;
+        } catch (Exception e) {
+            throw LeaseScopedWork.<E>rethrow(e); // unchecked, or the work's own E
+        }
+    }
+
+    /**
+     * The work under the locks from {@code index} on, the ones before held with {@code taken}'s
+     * scopes: each lock's own scoped work holds the rest, so each stops the whole on its loss and
+     * the releases run in reverse order as the nesting unwinds.
+     */
+    private <T> T nested(int index, List<LeaseScope> taken, LeaseWork<T, ? extends Exception> work) throws Exception {
+        if (index == locks.size()) {
+            return work.run(new SetScope(taken));
+        }
+        return locks.get(index).<T, Exception>withLock(scope -> nested(index + 1, with(taken, scope), work));
+    }
+
+    @Override
+    public <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        return withLockAsync(dev.baton.Baton.newOwnerId(), work);
+    }
+
+    @Override
+    public <T> CompletionStage<T> withLockAsync(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        Objects.requireNonNull(work, "work");
+        return nestedAsync(0, ownerId, List.of(), work);
+    }
+
+    /** {@link #nested}'s asynchronous form: a lock's work stage is the next lock's scoped call, so a stop cancels it. */
+    private <T> CompletionStage<T> nestedAsync(int index, long ownerId, List<LeaseScope> taken,
+                                              Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        if (index == locks.size()) {
+            return work.apply(new SetScope(taken));
+        }
+        return locks.get(index).withLockAsync(ownerId, scope -> nestedAsync(index + 1, ownerId, with(taken, scope), work));
+    }
+
+    private static List<LeaseScope> with(List<LeaseScope> taken, LeaseScope scope) {
+        List<LeaseScope> all = new ArrayList<>(taken);
+        all.add(scope);
+        return List.copyOf(all);
+    }
+
+    /** The scope of work under the whole set: valid while each lock's is; a check throws the first lost lock's exception. */
+    private static final class SetScope implements LeaseScope {
+        private final List<LeaseScope> members;
+
+        SetScope(List<LeaseScope> members) {
+            this.members = members;
+        }
+
+        @Override
+        public String lockName() {
+            List<String> each = new ArrayList<>();
+            members.forEach(m -> each.add(m.lockName()));
+            return String.join(", ", each);
+        }
+
+        @Override
+        public Duration remaining() {
+            Duration least = null;
+            for (LeaseScope member : members) {
+                Duration left = member.remaining();
+                if (least == null || left.compareTo(least) < 0) {
+                    least = left;
+                }
+            }
+            return least;
+        }
+
+        @Override
+        public boolean isValid() {
+            return !remaining().isZero();
+        }
+
+        @Override
+        public void checkValid() {
+            members.forEach(LeaseScope::checkValid);
+        }
+
+        @Override
+        public OptionalLong fencingToken() {
+            return OptionalLong.empty();
+        }
+
+        @Override
+        public List<LeaseScope> members() {
+            return members;
+        }
+
+        @Override
+        public String toString() {
+            return "LeaseScope{" + lockName() + ", remaining " + remaining().toMillis() + " ms}";
+        }
     }
 
     private String pendingKey(long ownerId) {
