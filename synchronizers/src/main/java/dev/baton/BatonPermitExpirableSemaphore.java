@@ -84,6 +84,38 @@ public interface BatonPermitExpirableSemaphore {
     Optional<ExpirablePermit> tryAcquirePermit(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
     /**
+     * Lease-scoped work under one permit: takes a permit with {@code leaseTime} as
+     * {@link #acquire(long, TimeUnit)} does (waiting as long as it takes, interruptibly), runs
+     * {@code work} in the calling thread with the permit's {@link LeaseScope}, and returns the
+     * permit however the work ends.
+     *
+     * <p>A permit's lease is fixed and nothing renews it: the scope is valid until the send of
+     * the granting attempt + {@code leaseTime} − (1 % of it + 25 ms) on this client's clock, so
+     * until Redis cannot yet have given the permit to anyone else, and the work is stopped, by
+     * interrupting its thread, when that passes. Nothing else stops it: a permit taken away
+     * meanwhile (the semaphore deleted) is found only at the release. The scope's
+     * {@link LeaseScope#lockName()} is the semaphore's name; it has no fencing token.
+     *
+     * <p>How the call can end: with the work's result; with the work's exception after the
+     * release; with {@link LeaseLostException} if the work was stopped (the work's exception as
+     * its cause, the thread's interrupt status as it was) or the permit was no longer held at its
+     * release; with {@link InterruptedException} if interrupted while waiting (nothing taken, the
+     * work not run); with {@link RedisUnavailableException} if Redis does not answer the
+     * acquisition (nothing taken) or does not confirm the release (the permit comes back at its
+     * lease's end at the latest).
+     *
+     * @param leaseTime the permit's lease, which the work must finish within
+     * @param unit      its unit
+     * @param work      the work; called once, with the permit's scope
+     * @return what the work returned
+     * @throws IllegalArgumentException if {@code leaseTime <= 0}: scoped work needs a lease to
+     *                                  be bounded by
+     * @throws E                        what the work threw
+     * @throws InterruptedException     if interrupted while waiting
+     */
+    <T, E extends Exception> T withPermit(long leaseTime, TimeUnit unit, LeaseWork<T, E> work) throws E, InterruptedException;
+
+    /**
      * Returns the permit. Re-sent on connection failures within the command timeout; safe to
      * call again after a {@link RedisUnavailableException}.
      *

@@ -79,4 +79,35 @@ public interface BatonRedLock {
 
     /** {@link #validityMillis()} for an explicit owner. */
     long validityMillis(long ownerId);
+
+    /**
+     * Lease-scoped work under the RedLock: acquires it for the current thread with
+     * {@code leaseTime}, trying rounds as long as it takes (as {@link #tryLock} with no wait
+     * limit, interruptibly), runs {@code work} in the calling thread with the hold's
+     * {@link LeaseScope}, and releases it on every master however the work ends.
+     *
+     * <p>A RedLock's lease is fixed and nothing renews it, so nothing finds it lost early: the
+     * scope is valid until the granting round's start + {@code leaseTime} − (1 % of it + 25 ms)
+     * on this client's clock ({@link #validityMillis()} less 23 ms), and the work is stopped, by
+     * interrupting its thread, when that passes or when the thread calls {@link #unlock()} inside
+     * the work (a RedLock counts no re-entries on the client: its {@link #validityMillis()} is 0
+     * after any unlock). A re-entry inside the work with a shorter lease shortens the scope.
+     *
+     * <p>How the call can end: with the work's result; with the work's exception after the
+     * release; with {@link LeaseLostException} if the work was stopped (the work's exception as
+     * its cause, the thread's interrupt status as it was) or every master's lease had run out
+     * before the release landed; with {@link InterruptedException} if interrupted while waiting
+     * (nothing held, the work not run); with {@link RedisUnavailableException} if no master
+     * confirmed the release (the holds are kept; {@link #unlock()} from the same thread
+     * completes them; else they end with their lease).
+     *
+     * @param leaseTime the lease on every master, which the work must finish within
+     * @param unit      its unit
+     * @param work      the work; called once, with the hold's scope
+     * @return what the work returned
+     * @throws IllegalArgumentException if {@code leaseTime <= 0}
+     * @throws E                        what the work threw
+     * @throws InterruptedException     if interrupted while waiting
+     */
+    <T, E extends Exception> T withLock(long leaseTime, TimeUnit unit, LeaseWork<T, E> work) throws E, InterruptedException;
 }

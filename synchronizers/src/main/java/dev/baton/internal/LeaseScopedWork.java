@@ -13,7 +13,8 @@ import java.util.function.Consumer;
 
 /**
  * One run of lease-scoped work ({@code BatonLock.withLock}): the {@link LeaseScope} the work is
- * given, and what stops the work when its lease is lost (the lease table tells {@link Lease#watch})
+ * given, and what stops the work when its lease is lost (the lease table tells {@link Lease#watch};
+ * a hold nobody renews, {@link Held}, only ends)
  * or its validity runs out on the client's clock (a timer at {@link Lease#validUntilNanos()},
  * re-armed while renewals move that on).
  *
@@ -28,8 +29,7 @@ import java.util.function.Consumer;
  */
 final class LeaseScopedWork implements LeaseScope {
     private final String lockName;
-    private final Lease lease;
-    private final Leases leases;
+    private final Held held;
     private final Scheduler scheduler;
     private final boolean fenced;
     /** The thread that runs blocking work, or null for async work (whose stage is cancelled instead). */
@@ -51,11 +51,78 @@ final class LeaseScopedWork implements LeaseScope {
     private boolean interruptedBefore;
     private Scheduler.Cancellable timer;
 
+    /**
+     * What a scope watches: a lease of the lease table (the locks'), or a hold with a validity
+     * of its own and no renewal (a RedLock's, an expirable permit's), which only its end or its
+     * release ends.
+     */
+    interface Held {
+        /** Whether the client still knows it as held: not found lost, not released. */
+        boolean isLive();
+
+        /** Until when, on the scheduler's clock, it is known to be held; read again at every check. */
+        long validUntilNanos();
+
+        /** Calls {@code onLoss}, with why, when the hold is found lost; a hold nobody renews is never told. */
+        default void watch(Consumer<String> onLoss) {
+        }
+
+        default void unwatch(Consumer<String> onLoss) {
+        }
+
+        /** Who holds it, for messages. */
+        String holder();
+
+        /** Its fencing token, if {@code fenced}. */
+        default long token() {
+            return 0;
+        }
+    }
+
+    /** A lease of the lease table, as a {@link Held}. */
+    static Held held(Lease lease, Leases leases) {
+        return new Held() {
+            @Override
+            public boolean isLive() {
+                return leases.isLive(lease);
+            }
+
+            @Override
+            public long validUntilNanos() {
+                return lease.validUntilNanos();
+            }
+
+            @Override
+            public void watch(Consumer<String> onLoss) {
+                lease.watch(onLoss);
+            }
+
+            @Override
+            public void unwatch(Consumer<String> onLoss) {
+                lease.unwatch(onLoss);
+            }
+
+            @Override
+            public String holder() {
+                return String.valueOf(lease.owner);
+            }
+
+            @Override
+            public long token() {
+                return lease.token;
+            }
+        };
+    }
+
     LeaseScopedWork(String lockName, Lease lease, Leases leases, Scheduler scheduler, boolean fenced, Thread worker) {
+        this(lockName, held(lease, leases), scheduler, fenced, worker);
+    }
+
+    LeaseScopedWork(String lockName, Held held, Scheduler scheduler, boolean fenced, Thread worker) {
         this.lockName = lockName;
-        this.lease = lease;
-        this.leases = leases;
+        this.held = held;
         this.scheduler = scheduler;
+
         this.fenced = fenced;
         this.worker = worker;
     }
@@ -65,8 +132,42 @@ final class LeaseScopedWork implements LeaseScope {
         if (worker != null) {
             RUNNING.get().addLast(this);
         }
-        lease.watch(onLoss);
+        held.watch(onLoss);
         check();
+    }
+
+    /** How blocking scoped work gives its hold back. */
+    interface Release {
+        /**
+         * Releases the hold once the work has ended.
+         *
+         * @param stopped whether the work was stopped
+         * @return what the release threw, or null
+         */
+        RuntimeException release(boolean stopped);
+    }
+
+    /**
+     * Runs blocking work under this scope in the calling thread (the {@code worker}): watches,
+     * runs the work unless a loss came first, finishes, releases, and ends by {@link #outcome}.
+     */
+    <T, E extends Exception> T run(dev.baton.LeaseWork<T, E> work, Release release) throws E {
+        watch();
+        T result = null;
+        Throwable failure = null;
+        try {
+            if (!isStopped()) { // lost between the grant and the watch: the work does not start
+                result = work.run(this);
+            }
+        } catch (Throwable t) {
+            failure = t;
+        }
+        String stopped = finish();
+        Throwable outcome = outcome(stopped, failure, release.release(stopped != null));
+        if (outcome != null) {
+            throw LeaseScopedWork.<E>rethrow(outcome);
+        }
+        return result;
     }
 
     /** Whether the work has been stopped (it may already be before it starts: a loss before {@link #watch()} ended). */
@@ -76,11 +177,11 @@ final class LeaseScopedWork implements LeaseScope {
 
     /** Stops the work at once if its lease is gone or its validity has run out; else re-arms the timer for its end. */
     private void check() {
-        if (!leases.isLive(lease)) {
+        if (!held.isLive()) {
             stop("Baton found it lost, or it ended");
             return;
         }
-        long left = lease.validUntilNanos() - scheduler.nanoTime();
+        long left = held.validUntilNanos() - scheduler.nanoTime();
         if (left <= 0) {
             stop("its validity ran out on this client's clock: no renewal was confirmed for the lease less its margin "
                     + "(Redis unreachable or paused?), so Redis may let it expire");
@@ -145,7 +246,7 @@ final class LeaseScopedWork implements LeaseScope {
      * @return why the work was stopped, or null if it was not
      */
     String finish() {
-        lease.unwatch(onLoss);
+        held.unwatch(onLoss);
         ArrayDeque<LeaseScopedWork> running = worker == null ? new ArrayDeque<>() : RUNNING.get();
         running.remove(this);
         if (running.isEmpty() && worker != null) {
@@ -180,10 +281,10 @@ final class LeaseScopedWork implements LeaseScope {
 
     @Override
     public Duration remaining() {
-        if (stopped != null || !leases.isLive(lease)) {
+        if (stopped != null || !held.isLive()) {
             return Duration.ZERO;
         }
-        long left = lease.validUntilNanos() - scheduler.nanoTime();
+        long left = held.validUntilNanos() - scheduler.nanoTime();
         return left <= 0 ? Duration.ZERO : Duration.ofNanos(left);
     }
 
@@ -203,9 +304,9 @@ final class LeaseScopedWork implements LeaseScope {
     LeaseLostException lost(Throwable cause) {
         String why = stopped;
         if (why == null) {
-            why = leases.isLive(lease) ? "its validity ran out on this client's clock" : "Baton found it lost, or it ended";
+            why = held.isLive() ? "its validity ran out on this client's clock" : "Baton found it lost, or it ended";
         }
-        LeaseLostException e = new LeaseLostException(lockName, "the lease of '" + lockName + "' held by " + lease.owner
+        LeaseLostException e = new LeaseLostException(lockName, "the lease of '" + lockName + "' held by " + held.holder()
                 + " is not known to be held any more: " + why + "; another holder may have overlapped the work");
         if (cause != null) {
             e.initCause(cause);
@@ -215,7 +316,7 @@ final class LeaseScopedWork implements LeaseScope {
 
     @Override
     public OptionalLong fencingToken() {
-        return fenced ? OptionalLong.of(lease.token) : OptionalLong.empty();
+        return fenced ? OptionalLong.of(held.token()) : OptionalLong.empty();
     }
 
     /**

@@ -46,6 +46,8 @@ final class RedLock implements BatonRedLock {
     private final AcquireEngine engine;
     private final Scheduler scheduler;
     private final Map<Long, Long> validUntilNanos = new ConcurrentHashMap<>();
+    /** Per owner, the scoped work that an unlock ends (withLock), told as the unlock starts. */
+    private final Map<Long, List<java.util.function.Consumer<String>>> scopes = new ConcurrentHashMap<>();
     private final java.util.function.LongBinaryOperator random;
     /** Where an owner's acquisitions of this name take turns: the first master's client's lease table. */
     private final Leases lines;
@@ -99,6 +101,58 @@ final class RedLock implements BatonRedLock {
     public long validityMillis(long ownerId) {
         Long until = validUntilNanos.get(ownerId);
         return until == null ? 0 : Math.max(0, TimeUnit.NANOSECONDS.toMillis(until - scheduler.nanoTime()));
+    }
+
+    /** What a scope's validity keeps back beyond the round's drift: the scope's margin is 1 % + 25 ms (LeaseScope). */
+    private static final long SCOPE_EXTRA_MARGIN_NANOS = TimeUnit.MILLISECONDS.toNanos(23);
+
+    @Override
+    public <T, E extends Exception> T withLock(long leaseTime, TimeUnit unit, dev.baton.LeaseWork<T, E> work)
+            throws E, InterruptedException {
+        java.util.Objects.requireNonNull(work, "work");
+        long leaseMs = Args.validityMs(leaseTime, unit);
+        long owner = Names.threadOwner();
+        if (!Blocking.awaitInterruptibly(() -> start(-1, leaseMs, owner), nodeTimeoutNanos + SETTLE_SLACK_NANOS)) {
+            throw new IllegalStateException("RedLock '" + name + "': a wait with no limit ended without the lock");
+        }
+        LeaseScopedWork.Held held = new LeaseScopedWork.Held() {
+            @Override
+            public boolean isLive() {
+                return validUntilNanos.containsKey(owner);
+            }
+
+            @Override
+            public long validUntilNanos() {
+                Long until = validUntilNanos.get(owner);
+                return until == null ? scheduler.nanoTime() : until - SCOPE_EXTRA_MARGIN_NANOS;
+            }
+
+            @Override
+            public void watch(java.util.function.Consumer<String> onLoss) {
+                scopes.computeIfAbsent(owner, o -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(onLoss);
+            }
+
+            @Override
+            public void unwatch(java.util.function.Consumer<String> onLoss) {
+                scopes.computeIfPresent(owner, (o, list) -> {
+                    list.remove(onLoss);
+                    return list.isEmpty() ? null : list;
+                });
+            }
+
+            @Override
+            public String holder() {
+                return "owner " + owner;
+            }
+        };
+        return new LeaseScopedWork(name, held, scheduler, false, Thread.currentThread()).run(work, stopped -> {
+            try {
+                unlock();
+                return null;
+            } catch (RuntimeException e) {
+                return e;
+            }
+        });
     }
 
     @Override
@@ -243,6 +297,10 @@ final class RedLock implements BatonRedLock {
     @Override
     public CompletionStage<Void> unlockAsync(long ownerId) {
         validUntilNanos.remove(ownerId);
+        List<java.util.function.Consumer<String>> ended = scopes.get(ownerId);
+        if (ended != null) {
+            ended.forEach(scope -> scope.accept("its holder released it"));
+        }
         List<CompletableFuture<Throwable>> releases = new ArrayList<>();
         for (BatonLock node : nodes) {
             releases.add(node.unlockAsync(ownerId).toCompletableFuture().handle((ok, e) -> e == null ? null : Failures.unwrap(e)));

@@ -132,35 +132,21 @@ class RedisLock implements BatonLock {
         }
         LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
                 recipe.kind() == BatonObserver.Kind.FENCED_LOCK, Thread.currentThread());
-        scope.watch();
-        T result = null;
-        Throwable failure = null;
-        try {
-            if (!scope.isStopped()) { // lost between the grant and the watch: the work does not start
-                result = work.run(scope);
+        return scope.run(work, stopped -> {
+            boolean last = lease.holds <= 1;
+            try {
+                unlock();
+                return null;
+            } catch (RuntimeException e) {
+                if (stopped && e instanceof RedisUnavailableException && last) {
+                    // Not known to be held, and not known to be released: nothing renews it any
+                    // more (its renewal stopped before the release was sent), so Redis lets it
+                    // expire within its lease; nobody will call unlock again for it.
+                    forgetUnconfirmed(ownerId);
+                }
+                return e;
             }
-        } catch (Throwable t) {
-            failure = t;
-        }
-        String stopped = scope.finish();
-        boolean last = lease.holds <= 1;
-        RuntimeException releaseFailure = null;
-        try {
-            unlock();
-        } catch (RuntimeException e) {
-            releaseFailure = e;
-        }
-        if (stopped != null && releaseFailure instanceof RedisUnavailableException && last) {
-            // Not known to be held, and not known to be released: nothing renews it any more
-            // (its renewal stopped before the release was sent), so Redis lets it expire
-            // within its lease; nobody will call unlock again for it.
-            forgetUnconfirmed(ownerId);
-        }
-        Throwable outcome = scope.outcome(stopped, failure, releaseFailure);
-        if (outcome != null) {
-            throw LeaseScopedWork.<E>rethrow(outcome);
-        }
-        return result;
+        });
     }
 
     @Override

@@ -95,6 +95,59 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos()) ? attempt.ids : List.of();
     }
 
+    /** A scope's margin (LeaseScope): 1 % of the lease + 25 ms. */
+    private static long scopeMarginNanos(long leaseNanos) {
+        return leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(25);
+    }
+
+    @Override
+    public <T, E extends Exception> T withPermit(long leaseTime, TimeUnit unit, dev.baton.LeaseWork<T, E> work)
+            throws E, InterruptedException {
+        java.util.Objects.requireNonNull(work, "work");
+        if (leaseTime <= 0) {
+            throw new IllegalArgumentException("leaseTime must be positive for scoped work (a permit with no lease has no "
+                    + "validity to bound the work by), got " + leaseTime + " " + unit);
+        }
+        String leaseMs = leaseMs(leaseTime, unit);
+        long leaseNanos = TimeUnit.MILLISECONDS.toNanos(Long.parseLong(leaseMs));
+        PermitAttempt attempt = new PermitAttempt(1, leaseMs);
+        if (!Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos())) {
+            throw new IllegalStateException("semaphore '" + name + "': a wait with no limit ended without a permit");
+        }
+        String id = attempt.ids.get(0);
+        Scheduler clock = services.executor().scheduler();
+        long validUntil = attempt.sentNanos + leaseNanos - scopeMarginNanos(leaseNanos);
+        java.util.concurrent.atomic.AtomicBoolean returned = new java.util.concurrent.atomic.AtomicBoolean();
+        LeaseScopedWork.Held held = new LeaseScopedWork.Held() {
+            @Override
+            public boolean isLive() {
+                return !returned.get();
+            }
+
+            @Override
+            public long validUntilNanos() {
+                return validUntil;
+            }
+
+            @Override
+            public String holder() {
+                return "permit " + id;
+            }
+        };
+        return new LeaseScopedWork(name, held, clock, false, Thread.currentThread()).run(work, stopped -> {
+            try {
+                boolean wasHeld = tryRelease(id);
+                returned.set(true);
+                return wasHeld ? null : new dev.baton.LeaseLostException(name, "permit " + id + " of semaphore '" + name
+                        + "' was no longer held when the work ended: its lease ran out (or the semaphore was deleted) "
+                        + "while the work ran, and another holder may have overlapped it");
+            } catch (RuntimeException e) {
+                returned.set(true);
+                return e;
+            }
+        });
+    }
+
     @Override
     public ExpirablePermit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException {
         return handle(acquire(leaseTime, unit));
@@ -268,6 +321,8 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
      */
     private final class PermitAttempt implements AcquireEngine.Attempt {
         volatile List<String> ids = List.of();
+        /** When the latest attempt began, before its send (the scope's validity counts from it). */
+        volatile long sentNanos;
         /** The request key of the latest attempt. */
         private volatile String key;
         private final int permits;
@@ -297,6 +352,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             services.checkOpen();
+            sentNanos = services.executor().scheduler().nanoTime(); // before the send: the permit's lease starts later
             List<String> attemptIds = new ArrayList<>(permits);
             for (int i = 0; i < permits; i++) {
                 attemptIds.add(UUID.randomUUID().toString().replace("-", ""));
