@@ -1003,6 +1003,36 @@ class InterleavingFuzzTest {
                 release(hold, release);
             }
 
+            /**
+             * Lease-scoped work under one permit: granted as the work starts, released from the
+             * work's end until the call returns; a LeaseLostException is a loss the call told.
+             */
+            void scopedPermit(BatonPermitExpirableSemaphore s) throws Exception {
+                History.Hold[] hold = new History.Hold[1];
+                long[] workEnded = new long[1];
+                Exception error = null;
+                try {
+                    s.withPermit(LEASE_MS, TimeUnit.MILLISECONDS, scope -> {
+                        hold[0] = history.granted(client, "withPermit" + tag, Mode.PERMITS, 1, asked, System.nanoTime(), 0);
+                        pause(3000);
+                        workEnded[0] = System.nanoTime();
+                        return null;
+                    });
+                } catch (Exception e) {
+                    error = e;
+                }
+                if (hold[0] == null) {
+                    if (error != null) {
+                        throw error; // the acquisition failed: judged as any call's failure
+                    }
+                    return;
+                }
+                long r1 = System.nanoTime();
+                long r0 = workEnded[0] == 0 ? r1 : workEnded[0];
+                history.released(hold[0], r0, r1, error);
+                history.call("release by " + client, r0, r1, Bounds.failure(COMMAND_TIMEOUT).toNanos());
+            }
+
             void expirableStep() throws Exception {
                 long t0 = System.nanoTime();
                 asked = t0;
@@ -1016,7 +1046,7 @@ class InterleavingFuzzTest {
                     return;
                 }
                 BatonPermitExpirableSemaphore s = baton.permitExpirableSemaphore(name);
-                switch (rnd.nextInt(8)) {
+                switch (rnd.nextInt(9)) {
                     case 0 -> {
                         String id = s.acquire(LEASE_MS, TimeUnit.MILLISECONDS);
                         permitsHeld("acquire(lease)", 1, () -> s.release(id));
@@ -1059,6 +1089,7 @@ class InterleavingFuzzTest {
                         ExpirablePermit permit = s.acquirePermit(LEASE_MS, TimeUnit.MILLISECONDS);
                         permitsHeld("acquirePermit", 1, permit::close);
                     }
+                    case 7 -> scopedPermit(s);
                     default -> {
                         Interrupter interrupter = new Interrupter(rnd.nextInt(3001));
                         String id;
