@@ -219,6 +219,25 @@ class GuideExamplesTest extends TwoClientsTest {
     }
 
     @Test
+    void permitScoped() throws Exception {
+        Baton baton = a;
+        baton.permitExpirableSemaphore("render-slots").trySetPermits(8);
+        // snippet permit-scoped begins
+        BatonPermitExpirableSemaphore slots = baton.permitExpirableSemaphore("render-slots");
+        String rendered = slots.withPermit(30, TimeUnit.SECONDS, scope -> {
+            scope.checkValid();      // LeaseLostException once the permit's lease is not known to run
+            return renderPage(scope.remaining());
+        });                          // the permit is back; the work was interrupted had it run out
+        // snippet permit-scoped ends
+        assertTrue(rendered.startsWith("page rendered"), rendered);
+        assertEquals(8, slots.availablePermits());
+    }
+
+    private static String renderPage(Duration budget) {
+        return "page rendered within " + budget.toSeconds() + " s";
+    }
+
+    @Test
     void countDownLatch() throws Exception {
         Baton baton = a;
         Baton otherProcess = b;
@@ -291,6 +310,20 @@ class GuideExamplesTest extends TwoClientsTest {
     }
 
     @Test
+    void multiLockScoped() throws Exception {
+        Baton baton = a;
+        // snippet multi-lock-scoped begins
+        BatonMultiLock transfer = Baton.multiLock(baton.lock("account:17"), baton.fencedLock("account:42"));
+        long token = transfer.withLock(scope -> {
+            scope.checkValid();                                  // every lock still known to be held
+            return scope.members().get(1).fencingToken().orElseThrow(); // account:42's own token
+        });                                                      // all released, in reverse order
+        // snippet multi-lock-scoped ends
+        assertTrue(token > 0);
+        assertFalse(baton.lock("account:17").isLocked());
+    }
+
+    @Test
     void redLock() throws Exception {
         try (RedisServer m1 = RedisServer.start(); RedisServer m2 = RedisServer.start(); RedisServer m3 = RedisServer.start();
              Baton c1 = Baton.create(m1.uri()); Baton c2 = Baton.create(m2.uri()); Baton c3 = Baton.create(m3.uri())) {
@@ -309,6 +342,15 @@ class GuideExamplesTest extends TwoClientsTest {
             // snippet red-lock ends
             Optional<Baton> holder = masters.stream().filter(m -> m.lock("invoice-run").isLocked()).findAny();
             assertTrue(holder.isEmpty(), "released on every master");
+
+            // snippet red-lock-scoped begins
+            String run = lock.withLock(10, TimeUnit.SECONDS, scope -> {
+                scope.checkValid();     // within the validity on this client's clock
+                return "invoice run done with " + scope.remaining().toSeconds() + " s to spare";
+            });                         // released on every master; interrupted had the validity run out
+            // snippet red-lock-scoped ends
+            assertTrue(run.startsWith("invoice run done"), run);
+            assertTrue(masters.stream().noneMatch(m -> m.lock("invoice-run").isLocked()), "released on every master");
         }
     }
 }
