@@ -92,9 +92,12 @@ public interface BatonPermitExpirableSemaphore {
      * <p>A permit's lease is fixed and nothing renews it: the scope is valid until the send of
      * the granting attempt + {@code leaseTime} − (1 % of it + 25 ms) on this client's clock, so
      * until Redis cannot yet have given the permit to anyone else, and the work is stopped, by
-     * interrupting its thread, when that passes. Nothing else stops it: a permit taken away
-     * meanwhile (the semaphore deleted) is found only at the release. The scope's
-     * {@link LeaseScope#lockName()} is the semaphore's name; it has no fencing token.
+     * interrupting its thread, when that passes, or at once when the client is closed (which
+     * stops its timer and can no longer give the permit back). Nothing else stops it: a permit
+     * taken away meanwhile (the semaphore deleted) is found only at the release. A lease of
+     * 25 ms or less leaves no validity: the work does not run and the call throws
+     * {@link LeaseLostException}. The scope's {@link LeaseScope#lockName()} is the semaphore's
+     * name; it has no fencing token.
      *
      * <p>How the call can end: with the work's result; with the work's exception after the
      * release; with {@link LeaseLostException} if the work was stopped (the work's exception as

@@ -87,11 +87,15 @@ public interface BatonRedLock {
      * {@link LeaseScope}, and releases it on every master however the work ends.
      *
      * <p>A RedLock's lease is fixed and nothing renews it, so nothing finds it lost early: the
-     * scope is valid until the granting round's start + {@code leaseTime} − (1 % of it + 25 ms)
-     * on this client's clock ({@link #validityMillis()} less 23 ms), and the work is stopped, by
-     * interrupting its thread, when that passes or when the thread calls {@link #unlock()} inside
-     * the work (a RedLock counts no re-entries on the client: its {@link #validityMillis()} is 0
-     * after any unlock). A re-entry inside the work with a shorter lease shortens the scope.
+     * scope is valid until at most the granting round's start + {@code leaseTime} − (1 % of it +
+     * 25 ms) on this client's clock ({@link #validityMillis()} less 24 ms, the drift being
+     * counted in whole milliseconds), and the work is stopped, by
+     * interrupting its thread, when that passes or when the thread calls {@link #unlock()} on
+     * this object inside the work, a nested {@code withLock}'s own release included (a RedLock
+     * counts no re-entries on the client: its {@link #validityMillis()} is 0 after any unlock;
+     * an unlock through another object of the same name is not seen). A re-entry inside the
+     * work with a shorter lease shortens the scope and moves the stop. A lease of 25 ms or less
+     * leaves no validity: the work does not run and the call throws {@link LeaseLostException}.
      *
      * <p>How the call can end: with the work's result; with the work's exception after the
      * release; with {@link LeaseLostException} if the work was stopped (the work's exception as

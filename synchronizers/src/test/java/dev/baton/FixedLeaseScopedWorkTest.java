@@ -119,6 +119,41 @@ class FixedLeaseScopedWorkTest {
     }
 
     @Test
+    void closingTheClientStopsAPermitsWorkAtOnce() throws Exception {
+        Baton closing = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
+        BatonPermitExpirableSemaphore permits = closing.permitExpirableSemaphore("closing-permits");
+        assertTrue(permits.trySetPermits(1));
+        AtomicLong closedAt = new AtomicLong();
+        java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+        Thread closer = new Thread(() -> {
+            try {
+                started.await();
+                closedAt.set(System.nanoTime());
+                closing.close();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        closer.start();
+        AtomicLong stoppedAt = new AtomicLong();
+        LeaseLostException lost = assertThrows(LeaseLostException.class, () -> permits.withPermit(60, TimeUnit.SECONDS, scope -> {
+            started.countDown();
+            try {
+                Thread.sleep(30_000);
+            } catch (InterruptedException e) {
+                stoppedAt.set(System.nanoTime());
+                throw e;
+            }
+            return null;
+        }));
+        closer.join(10_000);
+        assertTrue(lost.getMessage().contains("closed"), lost.getMessage());
+        Duration after = Duration.ofNanos(stoppedAt.get() - closedAt.get());
+        assertTrue(after.compareTo(Bounds.within(Duration.ZERO)) <= 0, "stopped " + after.toMillis() + " ms after close began");
+        assertFalse(Thread.currentThread().isInterrupted());
+    }
+
+    @Test
     void aPermitGoneWhenTheWorkEndsIsReportedAsLost() {
         BatonPermitExpirableSemaphore permits = baton.permitExpirableSemaphore("deleted-permits");
         assertTrue(permits.trySetPermits(1));
@@ -151,11 +186,20 @@ class FixedLeaseScopedWorkTest {
                 assertEquals(0, holders(masters, "scoped-red"), "released on every master");
 
                 Duration after = stoppedAfterStart(work -> lock.withLock(LEASE_MS, TimeUnit.MILLISECONDS, work));
-                long earliest = LEASE_MS - margin(LEASE_MS);
+                long earliest = LEASE_MS - (LEASE_MS / 100 + 2 + 24); // the round's drift in whole ms + 24 ms
                 Duration bound = Bounds.within(Duration.ofMillis(earliest));
                 assertTrue(after.toMillis() >= earliest, "not before the lease less the margin: " + after.toMillis() + " ms");
                 assertTrue(after.compareTo(bound) <= 0, "stopped " + after.toMillis() + " ms after the call began, bound "
                         + bound.toMillis() + " ms");
+
+                Duration shortened = stoppedAfterStart(work -> lock.withLock(10, TimeUnit.SECONDS, scope -> {
+                    assertTrue(lock.tryLock(0, LEASE_MS, TimeUnit.MILLISECONDS), "re-entered with a shorter lease");
+                    return work.run(scope);
+                }));
+                assertTrue(shortened.compareTo(Bounds.within(Duration.ofMillis(LEASE_MS - margin(LEASE_MS)))) <= 0,
+                        "a re-entry's shorter lease moved the stop: " + shortened.toMillis() + " ms");
+                lock.unlock(); // the re-entry's hold
+                assertEquals(0, holders(masters, "scoped-red"), "released on every master");
 
                 Duration unlocked = stoppedAfterStart(work -> lock.withLock(LEASE_MS, TimeUnit.MILLISECONDS, scope -> {
                     lock.unlock();

@@ -138,6 +138,25 @@ class MultiLockScopedWorkTest {
     }
 
     @Test
+    void whenTheFirstLockIsLostTheStageCompletesOnlyAfterEveryLockIsReleased() throws Exception {
+        CompletableFuture<String> work = new CompletableFuture<>();
+        CountDownLatch started = new CountDownLatch(1);
+        CompletableFuture<String> done = set().withLockAsync(scope -> {
+            started.countDown();
+            return work;
+        }).toCompletableFuture();
+        assertTrue(started.await(5, TimeUnit.SECONDS));
+        CompletableFuture<Long> heldAtCompletion = done.handle((v, e) -> held());
+        redis.command("DEL", "m-a"); // the first lock taken, the outermost
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> done.get(5, TimeUnit.SECONDS));
+        assertInstanceOf(LeaseLostException.class, failed.getCause());
+        assertEquals("m-a", ((LeaseLostException) failed.getCause()).lockName());
+        assertTrue(work.isCancelled(), "the work's stage was cancelled");
+        assertEquals(0L, heldAtCompletion.get(5, TimeUnit.SECONDS), "m-b and m-c released before the stage completed");
+        assertEquals(0, baton.leasesHeld());
+    }
+
+    @Test
     void aCallGivenUpWhileALaterLockIsAwaitedGivesBackWhatItTookAndNeverRunsTheWork() throws Exception {
         Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
         try {

@@ -190,11 +190,19 @@ final class LeaseScopedWork implements LeaseScope {
         guard.lock();
         try {
             if (!finished && stopped == null) {
+                if (timer != null) {
+                    timer.cancel(); // re-armed early (recheck): one timer at a time
+                }
                 timer = scheduler.schedule(this::check, left, TimeUnit.NANOSECONDS);
             }
         } finally {
             guard.unlock();
         }
+    }
+
+    /** The hold's validity may have moved (a RedLock re-entry cut it): stops at once if it has run out, else re-arms the timer. */
+    void recheck() {
+        check();
     }
 
     /** Stops the work (once, and only while it runs): interrupts its thread, or cancels its stage. */
@@ -220,7 +228,7 @@ final class LeaseScopedWork implements LeaseScope {
             // Not on this thread (the renewal's, the timer's, a closing one): the stage's
             // callbacks, the release and the caller's own callbacks would run on it.
             CompletableFuture<?> work = cancel;
-            CompletableFuture.runAsync(() -> work.cancel(false));
+            scheduler.offload(() -> work.cancel(false));
         }
     }
 
@@ -235,7 +243,7 @@ final class LeaseScopedWork implements LeaseScope {
             guard.unlock();
         }
         if (cancel) {
-            CompletableFuture.runAsync(() -> returned.cancel(false));
+            scheduler.offload(() -> returned.cancel(false));
         }
     }
 

@@ -427,14 +427,41 @@ final class Leases {
         }
     }
 
+    /**
+     * Scoped work under a hold that is not a lease of this table (an expirable permit): told,
+     * as every lease's work is, when the client closes, since its timer closes with the client.
+     */
+    private final Set<Consumer<String>> closeWatchers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile boolean cleared;
+
+    /** Tells {@code onClose} when the client closes (at once if it has). */
+    void watchClose(Consumer<String> onClose) {
+        closeWatchers.add(onClose);
+        if (cleared && closeWatchers.remove(onClose)) {
+            onClose.accept(CLOSED);
+        }
+    }
+
+    void unwatchClose(Consumer<String> onClose) {
+        closeWatchers.remove(onClose);
+    }
+
+    private static final String CLOSED = "the client was closed, so nothing renews it";
+
     /** Forgets everything (the client is closing). */
     void clear() {
         // Removed first, then told, as everywhere: work that starts watching meanwhile finds its
         // lease gone when it checks.
+        cleared = true;
         List<Lease> closing = new ArrayList<>(live.values());
         live.clear();
         for (Lease lease : closing) {
-            tellLoss(lease, "the client was closed, so nothing renews it");
+            tellLoss(lease, CLOSED);
+        }
+        for (Consumer<String> watcher : List.copyOf(closeWatchers)) {
+            if (closeWatchers.remove(watcher)) {
+                watcher.accept("the client was closed, so its timer stopped and the permit can no longer be given back");
+            }
         }
         lost.invalidateAll();
     }

@@ -621,6 +621,9 @@ final class MultiLock implements BatonMultiLock {
      * the releases run in reverse order as the nesting unwinds.
      */
     private <T> T nested(int index, List<LeaseScope> taken, LeaseWork<T, ? extends Exception> work) throws Exception {
+        // A lock taken earlier may have been lost while this one was awaited (a grant that won
+        // the race with the stop's interrupt): go no further, with that lock's loss.
+        taken.forEach(LeaseScope::checkValid);
         if (index == locks.size()) {
             return work.run(new SetScope(taken));
         }
@@ -638,13 +641,46 @@ final class MultiLock implements BatonMultiLock {
         return nestedAsync(0, ownerId, List.of(), work);
     }
 
-    /** {@link #nested}'s asynchronous form: a lock's work stage is the next lock's scoped call, so a stop cancels it. */
+    /**
+     * {@link #nested}'s asynchronous form: a lock's work stage is the next lock's scoped call
+     * (from the second on, as a stage that completes only once that call's release has been
+     * answered), so a stop cancels it, and each lock is released after the ones taken after it.
+     */
     private <T> CompletionStage<T> nestedAsync(int index, long ownerId, List<LeaseScope> taken,
                                               Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        taken.forEach(LeaseScope::checkValid); // an earlier lock lost, or the caller gone, meanwhile: no further
         if (index == locks.size()) {
             return work.apply(new SetScope(taken));
         }
-        return locks.get(index).withLockAsync(ownerId, scope -> nestedAsync(index + 1, ownerId, with(taken, scope), work));
+        CompletionStage<T> call = locks.get(index).withLockAsync(ownerId,
+                scope -> nestedAsync(index + 1, ownerId, with(taken, scope), work));
+        return index == 0 ? call : new AfterRelease<>(call.toCompletableFuture(), RedisLock.settled(call));
+    }
+
+    /**
+     * An inner lock's scoped call as the outer lock's work stage: completes as the call did, but
+     * only once the call's release has been answered; cancelling it cancels the call (which
+     * stops its work and releases its lock) and lets it complete then.
+     */
+    private static final class AfterRelease<T> extends CompletableFuture<T> {
+        private final CompletableFuture<T> call;
+
+        AfterRelease(CompletableFuture<T> call, CompletableFuture<Void> settled) {
+            this.call = call;
+            settled.whenComplete((ok, ignored) -> call.whenComplete((value, failure) -> {
+                if (failure == null) {
+                    complete(value);
+                } else {
+                    completeExceptionally(Failures.unwrap(failure));
+                }
+            }));
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            call.cancel(mayInterruptIfRunning);
+            return true;
+        }
     }
 
     private static List<LeaseScope> with(List<LeaseScope> taken, LeaseScope scope) {

@@ -46,8 +46,20 @@ final class RedLock implements BatonRedLock {
     private final AcquireEngine engine;
     private final Scheduler scheduler;
     private final Map<Long, Long> validUntilNanos = new ConcurrentHashMap<>();
-    /** Per owner, the scoped work that an unlock ends (withLock), told as the unlock starts. */
-    private final Map<Long, List<java.util.function.Consumer<String>>> scopes = new ConcurrentHashMap<>();
+    /**
+     * Per owner, the scoped work running under this object's hold (withLock): an unlock through
+     * this object stops it as the unlock starts; a re-entry that cuts the validity re-arms its
+     * stop for the new end.
+     */
+    private final Map<Long, List<LeaseScopedWork>> scopes = new ConcurrentHashMap<>();
+
+    /** The owner's validity changed (cut by a re-entry): its running scopes check it again. */
+    private void validityChanged(long ownerId) {
+        List<LeaseScopedWork> running = scopes.get(ownerId);
+        if (running != null) {
+            running.forEach(LeaseScopedWork::recheck);
+        }
+    }
     private final java.util.function.LongBinaryOperator random;
     /** Where an owner's acquisitions of this name take turns: the first master's client's lease table. */
     private final Leases lines;
@@ -103,8 +115,8 @@ final class RedLock implements BatonRedLock {
         return until == null ? 0 : Math.max(0, TimeUnit.NANOSECONDS.toMillis(until - scheduler.nanoTime()));
     }
 
-    /** What a scope's validity keeps back beyond the round's drift: the scope's margin is 1 % + 25 ms (LeaseScope). */
-    private static final long SCOPE_EXTRA_MARGIN_NANOS = TimeUnit.MILLISECONDS.toNanos(23);
+    /** What a scope's validity keeps back beyond the round's drift (1 % in whole ms + 2 ms): at least 1 % + 25 ms (LeaseScope). */
+    private static final long SCOPE_EXTRA_MARGIN_NANOS = TimeUnit.MILLISECONDS.toNanos(24); // 23 + the drift's rounding to whole ms
 
     @Override
     public <T, E extends Exception> T withLock(long leaseTime, TimeUnit unit, dev.baton.LeaseWork<T, E> work)
@@ -128,31 +140,31 @@ final class RedLock implements BatonRedLock {
             }
 
             @Override
-            public void watch(java.util.function.Consumer<String> onLoss) {
-                scopes.computeIfAbsent(owner, o -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(onLoss);
-            }
-
-            @Override
-            public void unwatch(java.util.function.Consumer<String> onLoss) {
-                scopes.computeIfPresent(owner, (o, list) -> {
-                    list.remove(onLoss);
-                    return list.isEmpty() ? null : list;
-                });
-            }
-
-            @Override
             public String holder() {
                 return "owner " + owner;
             }
         };
-        return new LeaseScopedWork(name, held, scheduler, false, Thread.currentThread()).run(work, stopped -> {
-            try {
-                unlock();
-                return null;
-            } catch (RuntimeException e) {
-                return e;
-            }
-        });
+        LeaseScopedWork scope = new LeaseScopedWork(name, held, scheduler, false, Thread.currentThread());
+        scopes.computeIfAbsent(owner, o -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(scope);
+        try {
+            return scope.run(work, stopped -> {
+                scopes.computeIfPresent(owner, (o, list) -> {
+                    list.remove(scope);
+                    return list.isEmpty() ? null : list;
+                });
+                try {
+                    unlock();
+                    return null;
+                } catch (RuntimeException e) {
+                    return e;
+                }
+            });
+        } finally {
+            scopes.computeIfPresent(owner, (o, list) -> {
+                list.remove(scope);
+                return list.isEmpty() ? null : list;
+            });
+        }
     }
 
     @Override
@@ -207,6 +219,7 @@ final class RedLock implements BatonRedLock {
             // before any master is asked, never lengthened.
             if (outer != null) {
                 validUntilNanos.computeIfPresent(ownerId, (k, v) -> Math.min(v, attemptValidUntil));
+                validityChanged(ownerId);
             }
             List<CompletableFuture<Boolean>> asks = new ArrayList<>();
             for (BatonLock node : nodes) {
@@ -297,13 +310,19 @@ final class RedLock implements BatonRedLock {
     @Override
     public CompletionStage<Void> unlockAsync(long ownerId) {
         validUntilNanos.remove(ownerId);
-        List<java.util.function.Consumer<String>> ended = scopes.get(ownerId);
+        List<LeaseScopedWork> ended = scopes.get(ownerId);
         if (ended != null) {
-            ended.forEach(scope -> scope.accept("its holder released it"));
+            ended.forEach(scope -> scope.stop("its holder released it"));
         }
         List<CompletableFuture<Throwable>> releases = new ArrayList<>();
         for (BatonLock node : nodes) {
-            releases.add(node.unlockAsync(ownerId).toCompletableFuture().handle((ok, e) -> e == null ? null : Failures.unwrap(e)));
+            CompletableFuture<Void> release;
+            try {
+                release = node.unlockAsync(ownerId).toCompletableFuture();
+            } catch (RuntimeException e) { // that master's client is closed: the others are still released
+                release = CompletableFuture.failedFuture(e);
+            }
+            releases.add(release.handle((ok, e) -> e == null ? null : Failures.unwrap(e)));
         }
         return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)).thenApply(all -> {
             // A release that landed with too few replicas acknowledging it is released too.

@@ -157,11 +157,11 @@ class RedisLock implements BatonLock {
     @Override
     public <T> CompletionStage<T> withLockAsync(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
         Objects.requireNonNull(work, "work");
-        CompletableFuture<T> result = new CompletableFuture<>();
+        ScopedResult<T> result = new ScopedResult<>();
         CompletableFuture<Void> acquired = lockAsync(ownerId).toCompletableFuture();
         result.whenComplete((r, e) -> acquired.cancel(false)); // given up before the grant: the wait is abandoned
         // The work is called off the thread that completed the grant (a Lettuce or timer thread).
-        acquired.whenCompleteAsync((granted, acquireFailure) -> {
+        acquired.whenComplete((granted, acquireFailure) -> services.executor().scheduler().offload(() -> {
             if (acquireFailure != null) {
                 result.completeExceptionally(Failures.unwrap(acquireFailure));
                 return;
@@ -172,7 +172,7 @@ class RedisLock implements BatonLock {
                 result.completeExceptionally(e);
                 giveBackQuietly(ownerId);
             }
-        });
+        }));
         return result;
     }
 
@@ -194,15 +194,92 @@ class RedisLock implements BatonLock {
         }
     }
 
+    /**
+     * The stage {@link #withLockAsync} returns. Whoever completes it (the caller's cancel or
+     * {@code orTimeout}, or Baton once the release is answered), the hold's release, if it is
+     * still to come, is first registered as the owner's release in flight (Leases.releasing):
+     * the owner's next acquisition of this lock, which the caller may start from any callback of
+     * this stage (those of its own run before Baton's), waits for it instead of re-entering the
+     * hold that is being given back (the simulation found it, readWriteLock seed 400076).
+     */
+    private final class ScopedResult<T> extends CompletableFuture<T> {
+        /** Set once the hold is this call's; completed when its release has been answered and settled. */
+        private volatile CompletableFuture<Void> released;
+        private volatile long ownerId;
+
+        void held(long owner, CompletableFuture<Void> release) {
+            this.ownerId = owner;
+            this.released = release;
+        }
+
+        /** Completes once this stage has completed and the hold's release, if it had one, has been answered. */
+        CompletableFuture<Void> settled() {
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            whenComplete((v, e) -> {
+                CompletableFuture<Void> release = released;
+                if (release == null) {
+                    done.complete(null);
+                } else {
+                    release.whenComplete((ok, failed) -> done.complete(null));
+                }
+            });
+            return done;
+        }
+
+        private void beforeCompletion() {
+            CompletableFuture<Void> release = released;
+            if (release != null && !release.isDone()) {
+                services.leases().releasing(name, Names.owner(services.clientId(), ownerId), release);
+            }
+        }
+
+        @Override
+        public boolean complete(T value) {
+            beforeCompletion();
+            return super.complete(value);
+        }
+
+        @Override
+        public boolean completeExceptionally(Throwable failure) {
+            beforeCompletion();
+            return super.completeExceptionally(failure);
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            beforeCompletion();
+            return super.cancel(mayInterruptIfRunning);
+        }
+    }
+
+    /**
+     * Completes once a stage {@link #withLockAsync} returned has completed and its hold's release
+     * has been answered (a caller's cancel completes the stage before that); any other stage:
+     * once it completes.
+     */
+    static CompletableFuture<Void> settled(CompletionStage<?> stage) {
+        if (stage instanceof RedisLock.ScopedResult<?> scoped) {
+            return scoped.settled();
+        }
+        return stage.toCompletableFuture().handle((v, e) -> null);
+    }
+
     /** {@link #withLockAsync}'s part once the lock is held for {@code ownerId}. */
     private <T> void runScoped(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work,
-                               CompletableFuture<T> result) {
+                               ScopedResult<T> result) {
         Lease lease = services.leases().get(name, owner(ownerId));
         if (lease == null || result.isDone()) {
             // The caller gave up as the grant came (or it was lost at once): the work does not run.
             giveBackQuietly(ownerId);
             result.completeExceptionally(lease == null
                     ? leaseLost(owner(ownerId), "it was lost as it was granted") : new CancellationException("given up"));
+            return;
+        }
+        CompletableFuture<Void> released = new CompletableFuture<>();
+        result.held(ownerId, released);
+        if (result.isDone()) { // given up just now, before it could see the hold: give it back the same way
+            released.complete(null);
+            giveBackQuietly(ownerId);
             return;
         }
         LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
@@ -231,6 +308,7 @@ class RedisLock implements BatonLock {
                     // the owner re-entered stays: its outer holder releases it).
                     forgetUnconfirmed(ownerId);
                 }
+                released.complete(null); // the owner's next acquisition may go now
                 Throwable outcome = scope.outcome(stopped, workFailure == null ? null : Failures.unwrap(workFailure),
                         releaseFailure);
                 if (outcome != null) {

@@ -130,6 +130,16 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
             }
 
             @Override
+            public void watch(java.util.function.Consumer<String> onLoss) {
+                services.leases().watchClose(onLoss);
+            }
+
+            @Override
+            public void unwatch(java.util.function.Consumer<String> onLoss) {
+                services.leases().unwatchClose(onLoss);
+            }
+
+            @Override
             public String holder() {
                 return "permit " + id;
             }
