@@ -158,7 +158,7 @@ final class LockSimulation extends Simulation {
             askedAt = world.now();
             write = shared == null || world.rnd.nextInt(3) == 0;
             lock = write ? exclusive : shared;
-            int op = world.rnd.nextInt(8);
+            int op = world.rnd.nextInt(9);
             switch (op) {
                 case 0 -> acquire("lockAsync()", lock.lockAsync(ownerId).thenApply(v -> true), -1, 0);
                 case 1 -> {
@@ -184,6 +184,7 @@ final class LockSimulation extends Simulation {
                     endedByCaller(f, op == 5);
                     acquire(op == 5 ? "lockAsync() cancelled" : "lockAsync() timed out by its caller", f.thenApply(v -> true), -1, 0);
                 }
+                case 8 -> scoped();
                 default -> {
                     long wait = world.rnd.nextInt(30);
                     acquire("tryLockAsync(" + wait + " ms), re-entered", lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId),
@@ -213,30 +214,85 @@ final class LockSimulation extends Simulation {
             });
         }
 
-        void granted(String how, long lease) {
-            grants++;
-            grantedAt = world.now();
-            leaseMs = lease;
-            overtaken = false;
-            holds = 1;
-            long inRedis = heldInRedis(this);
-            world.note(this + " GRANTED by " + how + " (Redis: " + inRedis + ")");
-            if (inRedis < 1) {
-                violation(this + " was granted the " + (write ? "" : "read side of the ") + "lock by " + how
-                        + " but Redis does not hold it for it: "
-                        + java.util.Arrays.toString(world.keyspace().get(NAME)));
-                return;
-            }
-            for (Owner other : owners) {
-                if (other != this && other.grantedAt >= 0 && !other.overtaken && !other.releasing && (write || other.write)) {
-                    other.overtaken = true;
-                    boolean leaseRanOut = other.leaseMs > 0 && world.now() >= other.askedAt + TimeUnit.MILLISECONDS.toNanos(other.leaseMs);
-                    world.note(other + "'s hold was overtaken by " + this + (leaseRanOut ? " (its fixed lease had run out)" : ""));
-                    if (leaseRanOut) {
-                        other.overtaken = false; // a fixed lease that ran out: the holder is not told
-                        other.grantedAt = -1;
-                    }
+        /**
+         * Lease-scoped work (withLockAsync): granted as the work starts, which holds 0-3 ms (one in
+         * four up to 400 ms) unless
+         * its stage is cancelled first (a loss, its validity's end, or the caller ending the
+         * returned stage, one call in four); Baton releases it as the work's stage completes.
+         * Judged: the grant as any; no other grant while its scope still claims validity; a hold
+         * overtaken ends with LeaseLostException or a reported loss, never a normal result.
+         */
+        void scoped() {
+            String how = "withLockAsync()";
+            doing = how;
+            world.note(this + " calls " + how + (kind.equals("readWriteLock") ? (write ? " (write)" : " (read)") : ""));
+            followsAbandoned = false;
+            long asked = world.now();
+            boolean[] ran = {false};
+            CompletableFuture<String> result = lock.withLockAsync(ownerId, s -> {
+                ran[0] = true;
+                CompletableFuture<String> work = new CompletableFuture<>();
+                work.whenComplete((v, e) -> releasing = true);
+                if (!grant(how, 0)) {
+                    work.complete("not judged further");
+                    return work;
                 }
+                scope = s;
+                doing = "holding (" + how + ")";
+                // One in four runs long (up to 400 ms, past a short watchdog's lease): only its
+                // renewals keep it, and its scope must stop it before Redis lets the lease go.
+                long holdMicros = world.rnd.nextInt(4) == 0 ? world.micros(0, 400_000) : world.micros(0, 3_000);
+                world.at(holdMicros, "scoped work ends", () -> work.complete("done"));
+                return work;
+            }).toCompletableFuture();
+            int giveUp = world.rnd.nextInt(8);
+            if (giveUp < 2) {
+                endedByCaller(result, giveUp == 0);
+            }
+            result.whenComplete((v, error) -> {
+                Throwable e = unwrap(error);
+                dev.baton.LeaseScope held = scope;
+                scope = null;
+                if (!ran[0]) { // not granted (abandoned, Redis unavailable), or lost (or past its validity) before the work began
+                    if (e instanceof LeaseLostException) {
+                        world.note(this + " " + how + ": lost before its work began: " + e.getMessage());
+                        pause();
+                        return;
+                    }
+                    if (ended(how, asked, -1, error) == null) {
+                        violation(this + ": " + how + " ended normally without running its work");
+                        pause();
+                    }
+                    followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException;
+                    return;
+                }
+                boolean reported = lossReported(field(), grantedAt);
+                world.note(this + " " + how + " ended" + (e == null ? "" : ": " + e));
+                if (e == null && overtaken && !reported) {
+                    violation(this + "'s scoped hold was overtaken by another grant, and withLockAsync ended normally"
+                            + " with no loss reported");
+                } else if (e != null && !(e instanceof LeaseLostException || e instanceof CancellationException
+                        || e instanceof TimeoutException || e instanceof RedisUnavailableException)) {
+                    violation(this + ": " + how + " threw " + e);
+                }
+                if (held != null && e instanceof LeaseLostException && held.isValid()) {
+                    violation(this + ": " + how + " reported a loss while its scope still claimed validity");
+                }
+                followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException;
+                grantedAt = -1;
+                overtaken = false;
+                releasing = false;
+                holds = 0;
+                pause();
+            });
+        }
+
+        /** The scope of this owner's running scoped work, or null. */
+        dev.baton.LeaseScope scope;
+
+        void granted(String how, long lease) {
+            if (!grant(how, lease)) {
+                return;
             }
             doing = "holding (" + how + ")";
             boolean reenter = how.endsWith("re-entered");
@@ -256,6 +312,42 @@ final class LockSimulation extends Simulation {
                     release();
                 }
             });
+        }
+
+        /** Judges a grant (see the class comment) and marks the holds it overtook; false after a violation. */
+        boolean grant(String how, long lease) {
+            grants++;
+            grantedAt = world.now();
+            leaseMs = lease;
+            overtaken = false;
+            holds = 1;
+            long inRedis = heldInRedis(this);
+            world.note(this + " GRANTED by " + how + " (Redis: " + inRedis + ")");
+            if (inRedis < 1) {
+                violation(this + " was granted the " + (write ? "" : "read side of the ") + "lock by " + how
+                        + " but Redis does not hold it for it: "
+                        + java.util.Arrays.toString(world.keyspace().get(NAME)));
+                return false;
+            }
+            for (Owner other : owners) {
+                if (other != this && other.scope != null && !other.releasing && (write || other.write)
+                        && other.scope.isValid()) {
+                    violation(this + " was granted by " + how + " while " + other + "'s scoped work still had "
+                            + other.scope.remaining().toNanos() / 1000 + " µs of validity");
+                }
+            }
+            for (Owner other : owners) {
+                if (other != this && other.grantedAt >= 0 && !other.overtaken && !other.releasing && (write || other.write)) {
+                    other.overtaken = true;
+                    boolean leaseRanOut = other.leaseMs > 0 && world.now() >= other.askedAt + TimeUnit.MILLISECONDS.toNanos(other.leaseMs);
+                    world.note(other + "'s hold was overtaken by " + this + (leaseRanOut ? " (its fixed lease had run out)" : ""));
+                    if (leaseRanOut) {
+                        other.overtaken = false; // a fixed lease that ran out: the holder is not told
+                        other.grantedAt = -1;
+                    }
+                }
+            }
+            return true;
         }
 
         void release() {

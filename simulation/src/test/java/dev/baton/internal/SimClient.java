@@ -34,6 +34,11 @@ final class SimClient implements AutoCloseable {
             });
             return () -> cancelled[0] = true;
         }
+
+        @Override
+        public void offload(Runnable task) {
+            world.at(world.micros(0, 50), "offloaded", task);
+        }
     }
 
     final String id;

@@ -79,13 +79,16 @@ final class SimWire {
             final RedisCommand<String, String, ?> command;
             final String[] args;
             final int epoch;
+            /** When it was written: one that runs a command timeout later ran after its caller gave up. */
+            final long sentAt;
             boolean arrived;
             boolean lost;
 
-            InFlight(RedisCommand<String, String, ?> command, String[] args, int epoch) {
+            InFlight(RedisCommand<String, String, ?> command, String[] args, int epoch, long sentAt) {
                 this.command = command;
                 this.args = args;
                 this.epoch = epoch;
+                this.sentAt = sentAt;
             }
         }
 
@@ -166,7 +169,7 @@ final class SimWire {
             command.encode(buf); // Lettuce's encoding; a re-sent CountingCommand counts its writes here
             String[] args = parse(buf);
             buf.release();
-            InFlight f = new InFlight(command, args, epoch);
+            InFlight f = new InFlight(command, args, epoch, world.now());
             inFlight.add(f);
             world.note(name + " -> " + describe(args));
             long delay = world.micros(20, 300);
@@ -190,7 +193,9 @@ final class SimWire {
             }
             Object answer = reply;
             world.note(name + " ran " + f.args[0] + (f.epoch != epoch ? " (its connection has dropped)" : "") + ": " + render(answer));
-            if (f.epoch != epoch) {
+            if (f.epoch != epoch || world.now() - f.sentAt > Simulation.COMMAND_TIMEOUT.toNanos()) {
+                // A copy in a dropped connection, or one that sat in a stalled server's input
+                // past its caller's command timeout: either ran after its caller gave up.
                 world.ranLate(f.args);
             }
             if (SHOW_KEYS) {

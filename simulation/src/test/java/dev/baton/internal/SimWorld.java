@@ -48,7 +48,7 @@ final class SimWorld {
     boolean calm;
     /**
      * Owners (client id:owner id) a copy of whose release or acquire ran on a connection that had
-     * already dropped: a late copy, which guarantees.md lists with what Baton cannot promise (a
+     * already dropped or past its command timeout: a late copy, which guarantees.md lists with what Baton cannot promise (a
      * release can free the owner's later hold of the same lock; an acquire sets that hold's lease
      * to its own).
      */
@@ -58,7 +58,10 @@ final class SimWorld {
             "rwlock_read_release", "lock_acquire", "fair_acquire", "fenced_acquire", "rwlock_write_acquire",
             "rwlock_read_acquire");
 
-    /** A command ran on a connection that had dropped: if it is a release, remember whose. */
+    /**
+     * A command ran after its caller gave up (on a connection that had dropped, or past its
+     * command timeout in a stalled server's input): if it is a release or an acquire, remember whose.
+     */
     void ranLate(String[] args) {
         if (args.length < 4 || !(args[0].equalsIgnoreCase("EVAL") || args[0].equalsIgnoreCase("EVALSHA"))) {
             return;

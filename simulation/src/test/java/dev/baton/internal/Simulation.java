@@ -19,6 +19,10 @@ abstract class Simulation {
 
     static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(1);
     static final Duration WATCHDOG = Duration.ofSeconds(3);
+    /** The watchdog timeout of one lock seed in four: shorter than the stalls. */
+    static final Duration SHORT_WATCHDOG = Duration.ofMillis(120);
+    /** This run's watchdog timeout. */
+    final Duration watchdog;
     /** The longest stall the faults put on a command: a copy may reach Redis this long after it was sent. */
     static final Duration LONGEST_STALL = Duration.ofMillis(1500);
     /** How late a failure may be reported beyond the command timeout (guarantees.md). */
@@ -139,15 +143,22 @@ abstract class Simulation {
         this.seed = seed;
         this.world = new SimWorld(seed, trace);
         this.runNanos = run.toNanos();
-        faults = switch (world.rnd.nextInt(4)) {
+        SimWire.Faults drawn = switch (world.rnd.nextInt(4)) {
             case 0 -> SimWire.Faults.NONE;
             case 1 -> new SimWire.Faults(0.01, 30_000, 0, 0.01);
             case 2 -> new SimWire.Faults(0.002, LONGEST_STALL.toNanos() / 1000, 0, 0);
             default -> new SimWire.Faults(0.002, LONGEST_STALL.toNanos() / 1000, 40_000, 0.005);
         };
-        world.note(kind + " seed " + seed + " faults " + faults);
+        // One lock seed in four renews every 40 ms (a 120 ms watchdog, the least allowed), so stalls let leases run
+        // out in Redis while their holders (scoped work among them) still run: what the checks
+        // of an overtaken hold and of a scope's validity are for. Other kinds draw nothing here.
+        watchdog = LockSimulation.KINDS.contains(kind) && world.rnd.nextInt(4) == 0 ? SHORT_WATCHDOG : WATCHDOG;
+        faults = watchdog == SHORT_WATCHDOG
+                ? new SimWire.Faults(0.02, 300_000, 0, 0.005) // stalls of up to 300 ms: past the lease
+                : drawn;
+        world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms");
         for (String id : List.of("a", "b")) {
-            clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, WATCHDOG, lossListener()));
+            clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, watchdog, lossListener()));
         }
     }
 
