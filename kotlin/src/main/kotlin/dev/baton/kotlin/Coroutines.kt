@@ -45,7 +45,10 @@ import kotlin.time.Duration
  * The lock owner of a coroutine and its children ([Baton.newOwnerId]). Put one in a context with
  * [withBatonOwner]; [SuspendingLock.withLock] adds one itself when the context has none.
  */
-class BatonOwner(val id: Long) : AbstractCoroutineContextElement(BatonOwner) {
+class BatonOwner(
+    /** The owner id Baton's locks hold for (the one `lockAsync(ownerId)` and friends take). */
+    val id: Long,
+) : AbstractCoroutineContextElement(BatonOwner) {
     /** The key of [BatonOwner] in a coroutine context. */
     companion object Key : CoroutineContext.Key<BatonOwner>
 
@@ -57,6 +60,7 @@ class BatonOwner(val id: Long) : AbstractCoroutineContextElement(BatonOwner) {
      */
     internal val held = ConcurrentHashMap<String, LeaseScope>()
 
+    /** `BatonOwner(<id>)`. */
     override fun toString(): String = "BatonOwner($id)"
 }
 
@@ -77,7 +81,10 @@ fun BatonSemaphore.suspending(): SuspendingSemaphore = SuspendingSemaphore(this)
 fun BatonCountDownLatch.suspending(): SuspendingCountDownLatch = SuspendingCountDownLatch(this)
 
 /** A Baton lock with suspend functions; the holder is the coroutine's [BatonOwner]. */
-class SuspendingLock(val lock: BatonLock) {
+class SuspendingLock(
+    /** The lock these functions act on. */
+    val lock: BatonLock,
+) {
 
     /**
      * Holds the lock while [block] runs, for the coroutine's owner (a new one if its context has
@@ -195,11 +202,15 @@ class SuspendingLock(val lock: BatonLock) {
             }
         }
 
+    /** `SuspendingLock(<lock name>)`. */
     override fun toString(): String = "SuspendingLock(${lock.name})"
 }
 
 /** A Baton semaphore with suspend functions. Permits have no owner. */
-class SuspendingSemaphore(val semaphore: BatonSemaphore) {
+class SuspendingSemaphore(
+    /** The semaphore these functions act on. */
+    val semaphore: BatonSemaphore,
+) {
 
     /**
      * Takes [permits] while [block] runs and gives them back however it ends. Cancelling the
@@ -248,7 +259,10 @@ class SuspendingSemaphore(val semaphore: BatonSemaphore) {
 }
 
 /** A Baton count-down latch with suspend functions. */
-class SuspendingCountDownLatch(val latch: BatonCountDownLatch) {
+class SuspendingCountDownLatch(
+    /** The latch these functions act on. */
+    val latch: BatonCountDownLatch,
+) {
     /** Sets the count if the latch is not counting already; returns whether it did. */
     suspend fun trySetCount(count: Long): Boolean = latch.trySetCountAsync(count).awaitUnwrapped()
 
