@@ -126,10 +126,10 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
     /** One await's attempts: read the count; zero grants. */
     private final class ZeroWatch implements AcquireEngine.Attempt {
-        private boolean listening;
-        private boolean sawPositive;
+        private volatile boolean listening;
+        private volatile boolean sawPositive;
         private boolean gaveGrace;
-        private String lastMessage;
+        private volatile String lastMessage;
 
         @Override
         public BatonObserver.Kind kind() {
@@ -158,6 +158,12 @@ final class RedisCountDownLatch implements BatonCountDownLatch {
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
+            if (sawPositive && ZERO_MESSAGE.equals(lastMessage)) {
+                // The "0" came while subscribed, after a count this await read as positive while
+                // subscribed: the count reached zero since, which is all await() waits for. A read
+                // would only say it again (a round trip between the message and the return).
+                return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
+            }
             return services.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
                 if (value != null && Long.parseLong(value) > 0) {
                     // Only a count seen while subscribed promises a message when it changes.
