@@ -343,6 +343,54 @@ class LeaseScopedWorkTest {
     }
 
     @Test
+    void theSameOwnerAcquiringAgainFromTheCallersCallbackWaitsForTheReleaseOfTheHoldItGaveUp() throws Exception {
+        BatonLock lock = baton.lock("same-owner");
+        long owner = Baton.newOwnerId();
+        CompletableFutureHolder running = new CompletableFutureHolder();
+        CountDownLatch started = new CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<String> done = lock.withLockAsync(owner, scope -> {
+            started.countDown();
+            return running.work;
+        }).toCompletableFuture();
+        assertTrue(started.await(5, TimeUnit.SECONDS));
+        AtomicReference<Object> again = new AtomicReference<>();
+        // The caller's own callback runs before Baton's; it acquires again for the same owner and
+        // blocks until it has the lock: it must get a hold of its own once the given-up one is
+        // released, never re-enter the one being given back, and never wait for Baton's own
+        // callbacks (which run after it on this thread).
+        done.whenComplete((v, e) -> {
+            try {
+                lock.lockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+                again.set(redis.command("HGET", "same-owner", ownerField(owner)));
+            } catch (Exception failure) {
+                again.set(failure);
+            }
+        });
+        done.cancel(false);
+        assertEquals("1", again.get(), "the new hold is the owner's only one in Redis, after the release: " + again.get());
+        assertTrue(running.work.isCancelled(), "the given-up work's stage was cancelled");
+        lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertEquals(0L, redis.command("EXISTS", "same-owner"), "released by the one unlock");
+        dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "no lease counted", () -> baton.leasesHeld() == 0);
+    }
+
+    private static final class CompletableFutureHolder {
+        final java.util.concurrent.CompletableFuture<String> work = new java.util.concurrent.CompletableFuture<>();
+    }
+
+    /** The lock hash's field of {@code owner} on this test's client. */
+    private String ownerField(long owner) {
+        Object fields = redis.command("HKEYS", "same-owner");
+        String suffix = ":" + owner;
+        for (Object field : (java.util.List<?>) fields) {
+            if (field.toString().endsWith(suffix)) {
+                return field.toString();
+            }
+        }
+        return "none held for " + owner + " in " + fields;
+    }
+
+    @Test
     void closingTheClientEndsAsyncWork() throws Exception {
         Baton closing = Baton.create(BatonOptions.builder().redisUri(redis.uri()).watchdogTimeout(WATCHDOG).build());
         Pending running = pending(closing.lock("async-closing"));

@@ -157,32 +157,44 @@ class RedisLock implements BatonLock {
     @Override
     public <T> CompletionStage<T> withLockAsync(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
         Objects.requireNonNull(work, "work");
-        ScopedResult<T> result = new ScopedResult<>();
         CompletableFuture<Void> acquired = lockAsync(ownerId).toCompletableFuture();
-        result.whenComplete((r, e) -> acquired.cancel(false)); // given up before the grant: the wait is abandoned
-        // The work is called off the thread that completed the grant (a Lettuce or timer thread).
-        acquired.whenComplete((granted, acquireFailure) -> services.executor().scheduler().offload(() -> {
+        ScopedResult<T> result = new ScopedResult<>(ownerId, acquired);
+        acquired.whenComplete((granted, acquireFailure) -> {
             if (acquireFailure != null) {
-                result.completeExceptionally(Failures.unwrap(acquireFailure));
+                // Not granted (or given up by the caller): called off the completing thread.
+                services.executor().scheduler().offload(() -> result.fail(Failures.unwrap(acquireFailure)));
                 return;
             }
-            try {
-                runScoped(ownerId, work, result);
-            } catch (RuntimeException e) { // the client closed as the grant came
-                result.completeExceptionally(e);
-                giveBackQuietly(ownerId);
-            }
-        }));
+            // Granted: claimed here, on the thread that completed the grant, so that a caller
+            // ending the call from now on finds the hold's release to wait for.
+            CompletableFuture<Void> release = new CompletableFuture<>();
+            boolean ours = result.state.compareAndSet(null, release);
+            CompletableFuture<Void> claimed = ours ? release : result.claimedRelease();
+            // The work is called off the thread that completed the grant (a Lettuce or timer thread).
+            services.executor().scheduler().offload(() -> {
+                if (ours) {
+                    runScoped(ownerId, work, result, release);
+                } else { // the caller ended the call as the grant came: give it back
+                    giveBackThen(ownerId, claimed);
+                }
+            });
+        });
         return result;
     }
 
-    /** Gives back the owner's hold as a clean-up (never kept as a hold if unconfirmed), ignoring why it could not. */
-    private void giveBackQuietly(long ownerId) {
+    /**
+     * Gives back the owner's hold as a clean-up (never kept as a hold if unconfirmed), ignoring
+     * why it could not, and completes {@code after} once that give-back is answered.
+     */
+    private void giveBackThen(long ownerId, CompletableFuture<Void> after) {
+        CompletableFuture<Void> back;
         try {
-            giveBackAsync(ownerId);
+            back = giveBackAsync(ownerId);
         } catch (RuntimeException e) {
             log.debug("give-back of '{}' not sent: {}", name, e.toString());
+            back = CompletableFuture.completedFuture(null);
         }
+        back.whenComplete((v, e) -> after.complete(null));
     }
 
     /** {@link #unlockAsync(long)}, a synchronous refusal (a closed client) as a failed stage. */
@@ -194,61 +206,127 @@ class RedisLock implements BatonLock {
         }
     }
 
+    /** {@link ScopedResult#state} when the caller ended the call before any grant: nothing to give back. */
+    private static final Object GIVEN_UP_BEFORE_THE_GRANT = new Object();
+
     /**
-     * The stage {@link #withLockAsync} returns. Whoever completes it (the caller's cancel or
-     * {@code orTimeout}, or Baton once the release is answered), the hold's release, if it is
-     * still to come, is first registered as the owner's release in flight (Leases.releasing):
-     * the owner's next acquisition of this lock, which the caller may start from any callback of
-     * this stage (those of its own run before Baton's), waits for it instead of re-entering the
-     * hold that is being given back (the simulation found it, readWriteLock seed 400076).
+     * The stage {@link #withLockAsync} returns. Whoever else completes it (the caller's
+     * {@code cancel}, {@code complete}, {@code orTimeout}, ...), the call is ended before any of
+     * its callbacks runs (a caller's own callbacks run before Baton's): a wait still under way is
+     * abandoned; a hold already granted has its coming release registered as the owner's release
+     * in flight (Leases.releasing), so the owner's next acquisition of this lock, which such a
+     * callback may start, waits for it instead of re-entering the hold being given back (the
+     * simulation found it, readWriteLock seed 400076); running work is stopped. The grant and the
+     * caller race for {@link #state} once: exactly one of them makes the release future, and it
+     * completes once the release (or give-back) has been answered.
      */
     private final class ScopedResult<T> extends CompletableFuture<T> {
-        /** Set once the hold is this call's; completed when its release has been answered and settled. */
-        private volatile CompletableFuture<Void> released;
-        private volatile long ownerId;
+        private final long ownerId;
+        private final CompletableFuture<Void> acquired;
+        /** null: no grant and no caller's end yet; {@link #GIVEN_UP_BEFORE_THE_GRANT}; or the hold's release to come. */
+        final java.util.concurrent.atomic.AtomicReference<Object> state = new java.util.concurrent.atomic.AtomicReference<>();
+        private volatile LeaseScopedWork scope;
 
-        void held(long owner, CompletableFuture<Void> release) {
-            this.ownerId = owner;
-            this.released = release;
+        ScopedResult(long ownerId, CompletableFuture<Void> acquired) {
+            this.ownerId = ownerId;
+            this.acquired = acquired;
+        }
+
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Void> claimedRelease() {
+            return (CompletableFuture<Void>) state.get();
+        }
+
+        void running(LeaseScopedWork work) {
+            this.scope = work;
         }
 
         /** Completes once this stage has completed and the hold's release, if it had one, has been answered. */
         CompletableFuture<Void> settled() {
             CompletableFuture<Void> done = new CompletableFuture<>();
             whenComplete((v, e) -> {
-                CompletableFuture<Void> release = released;
-                if (release == null) {
-                    done.complete(null);
-                } else {
+                if (state.get() instanceof CompletableFuture<?> release) {
                     release.whenComplete((ok, failed) -> done.complete(null));
+                } else {
+                    done.complete(null);
                 }
             });
             return done;
         }
 
-        private void beforeCompletion() {
-            CompletableFuture<Void> release = released;
-            if (release != null && !release.isDone()) {
+        /** The caller ends the call (see the class comment); {@code how} says how, for the stop's reason. */
+        private void endedByCaller(String how) {
+            if (isDone()) {
+                return;
+            }
+            if (state.get() == null) {
+                if (acquired.cancel(false) || acquired.isCompletedExceptionally()) {
+                    // Not granted: the wait is abandoned (a grant that races the cancel is the
+                    // engine's to give back, and the owner's next acquisition waits for that).
+                    state.compareAndSet(null, GIVEN_UP_BEFORE_THE_GRANT);
+                    return;
+                }
+                // Granted, its callback not yet run: this call makes the release to wait for.
+                state.compareAndSet(null, new CompletableFuture<Void>());
+            }
+            if (state.get() instanceof CompletableFuture<?> release && !release.isDone()) {
                 services.leases().releasing(name, Names.owner(services.clientId(), ownerId), release);
             }
+            LeaseScopedWork running = scope;
+            if (running != null) {
+                running.stop("the caller's stage completed first (" + how + ")");
+            }
+        }
+
+        /** Baton's own completion: the release has been answered already. */
+        void finish(T value) {
+            super.complete(value);
+        }
+
+        void fail(Throwable failure) {
+            super.completeExceptionally(failure);
         }
 
         @Override
         public boolean complete(T value) {
-            beforeCompletion();
+            endedByCaller("with a value");
             return super.complete(value);
         }
 
         @Override
         public boolean completeExceptionally(Throwable failure) {
-            beforeCompletion();
+            endedByCaller(failure.getClass().getSimpleName());
             return super.completeExceptionally(failure);
         }
 
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
-            beforeCompletion();
+            endedByCaller("cancelled");
             return super.cancel(mayInterruptIfRunning);
+        }
+
+        @Override
+        public CompletableFuture<T> completeAsync(java.util.function.Supplier<? extends T> supplier, java.util.concurrent.Executor executor) {
+            endedByCaller("completeAsync");
+            return super.completeAsync(supplier, executor);
+        }
+
+        @Override
+        public CompletableFuture<T> completeAsync(java.util.function.Supplier<? extends T> supplier) {
+            endedByCaller("completeAsync");
+            return super.completeAsync(supplier);
+        }
+
+        /** Not supported: the stage completes once, after the release. */
+        @Override
+        public void obtrudeValue(T value) {
+            throw new UnsupportedOperationException("withLockAsync's stage completes once; use complete or cancel");
+        }
+
+        /** Not supported: the stage completes once, after the release. */
+        @Override
+        public void obtrudeException(Throwable failure) {
+            throw new UnsupportedOperationException("withLockAsync's stage completes once; use completeExceptionally or cancel");
         }
     }
 
@@ -264,60 +342,66 @@ class RedisLock implements BatonLock {
         return stage.toCompletableFuture().handle((v, e) -> null);
     }
 
-    /** {@link #withLockAsync}'s part once the lock is held for {@code ownerId}. */
+    /**
+     * {@link #withLockAsync}'s part once the lock is held for {@code ownerId}; {@code release}
+     * completes once the hold's release (or give-back) has been answered, whatever happens here.
+     */
     private <T> void runScoped(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work,
-                               ScopedResult<T> result) {
-        Lease lease = services.leases().get(name, owner(ownerId));
-        if (lease == null || result.isDone()) {
-            // The caller gave up as the grant came (or it was lost at once): the work does not run.
-            giveBackQuietly(ownerId);
-            result.completeExceptionally(lease == null
-                    ? leaseLost(owner(ownerId), "it was lost as it was granted") : new CancellationException("given up"));
-            return;
-        }
-        CompletableFuture<Void> released = new CompletableFuture<>();
-        result.held(ownerId, released);
-        if (result.isDone()) { // given up just now, before it could see the hold: give it back the same way
-            released.complete(null);
-            giveBackQuietly(ownerId);
-            return;
-        }
-        LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
-                recipe.kind() == BatonObserver.Kind.FENCED_LOCK, null);
-        scope.watch();
-        // The caller completing its stage in any way (cancel, orTimeout, complete) ends the work's too.
-        result.whenComplete((r, e) -> scope.stop("the caller's stage completed first (" + (e == null ? "with a value"
-                : e.getClass().getSimpleName()) + ")"));
-        CompletableFuture<T> stage;
+                               ScopedResult<T> result, CompletableFuture<Void> release) {
         try {
-            stage = scope.isStopped() ? CompletableFuture.failedFuture(scope.lost(null))
-                    : Objects.requireNonNull(work.apply(scope), "the work returned no stage").toCompletableFuture();
-        } catch (Throwable t) {
-            stage = CompletableFuture.failedFuture(t);
-        }
-        scope.workStage(stage);
-        stage.whenComplete((value, workFailure) -> {
-            String stopped = scope.finish();
-            Lease held = services.leases().get(name, owner(ownerId));
-            boolean last = held == null || held.holds <= 1;
-            releaseAsync(ownerId).whenComplete((v, releaseError) -> {
-                Throwable releaseFailure = releaseError == null ? null : Failures.unwrap(releaseError);
-                if (releaseFailure instanceof RedisUnavailableException && last) {
-                    // Nobody will call unlock again for this call's hold: forget it, which
-                    // nothing renews any more, so Redis lets it expire with its lease (a hold
-                    // the owner re-entered stays: its outer holder releases it).
-                    forgetUnconfirmed(ownerId);
-                }
-                released.complete(null); // the owner's next acquisition may go now
-                Throwable outcome = scope.outcome(stopped, workFailure == null ? null : Failures.unwrap(workFailure),
-                        releaseFailure);
-                if (outcome != null) {
-                    result.completeExceptionally(outcome);
-                } else {
-                    result.complete(value);
-                }
+            Lease lease = services.leases().get(name, owner(ownerId));
+            if (lease == null || result.isDone()) {
+                // The caller gave up as the grant came (or it was lost at once): the work does not run.
+                giveBackThen(ownerId, release);
+                result.fail(lease == null
+                        ? leaseLost(owner(ownerId), "it was lost as it was granted") : new CancellationException("given up"));
+                return;
+            }
+            LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
+                    recipe.kind() == BatonObserver.Kind.FENCED_LOCK, null);
+            result.running(scope);
+            scope.watch();
+            // The caller completing its stage in any way ends the work's too (also when that
+            // came before the scope was known to it).
+            result.whenComplete((r, e) -> scope.stop("the caller's stage completed first (" + (e == null ? "with a value"
+                    : e.getClass().getSimpleName()) + ")"));
+            CompletableFuture<T> stage;
+            try {
+                stage = scope.isStopped() ? CompletableFuture.failedFuture(scope.lost(null))
+                        : Objects.requireNonNull(work.apply(scope), "the work returned no stage").toCompletableFuture();
+            } catch (Throwable t) {
+                stage = CompletableFuture.failedFuture(t);
+            }
+            scope.workStage(stage);
+            stage.whenComplete((value, workFailure) -> {
+                String stopped = scope.finish();
+                Lease held = services.leases().get(name, owner(ownerId));
+                boolean last = held == null || held.holds <= 1;
+                releaseAsync(ownerId).whenComplete((v, releaseError) -> {
+                    Throwable releaseFailure = releaseError == null ? null : Failures.unwrap(releaseError);
+                    try {
+                        if (releaseFailure instanceof RedisUnavailableException && last) {
+                            // Nobody will call unlock again for this call's hold: forget it, which
+                            // nothing renews any more, so Redis lets it expire with its lease (a hold
+                            // the owner re-entered stays: its outer holder releases it).
+                            forgetUnconfirmed(ownerId);
+                        }
+                    } finally {
+                        release.complete(null); // the owner's next acquisition may go now
+                    }
+                    Throwable outcome = scope.outcome(stopped, workFailure == null ? null : Failures.unwrap(workFailure),
+                            releaseFailure);
+                    if (outcome != null) {
+                        result.fail(outcome);
+                    } else {
+                        result.finish(value);
+                    }
+                });
             });
-        });
+        } catch (RuntimeException e) { // the client closed as the grant came, or the like: nothing runs
+            giveBackThen(ownerId, release);
+            result.fail(e);
+        }
     }
 
     @Override
