@@ -162,7 +162,7 @@ class RedisLock implements BatonLock {
         acquired.whenComplete((granted, acquireFailure) -> {
             if (acquireFailure != null) {
                 // Not granted (or given up by the caller): called off the completing thread.
-                services.executor().scheduler().offload(() -> result.fail(Failures.unwrap(acquireFailure)));
+                services.executor().scheduler().offload(() -> result.failUnlessEnded(Failures.unwrap(acquireFailure)));
                 return;
             }
             // Granted: claimed here, on the thread that completed the grant, so that a caller
@@ -226,6 +226,12 @@ class RedisLock implements BatonLock {
         /** null: no grant and no caller's end yet; {@link #GIVEN_UP_BEFORE_THE_GRANT}; or the hold's release to come. */
         final java.util.concurrent.atomic.AtomicReference<Object> state = new java.util.concurrent.atomic.AtomicReference<>();
         private volatile LeaseScopedWork scope;
+        /**
+         * Set first thing when the caller ends the call: Baton then never completes the stage in
+         * its place, and runScoped, which sets {@link #scope} and then reads this, never starts
+         * the work after an end that read no scope.
+         */
+        private volatile boolean ended;
 
         ScopedResult(long ownerId, CompletableFuture<Void> acquired) {
             this.ownerId = ownerId;
@@ -259,6 +265,7 @@ class RedisLock implements BatonLock {
             if (isDone()) {
                 return;
             }
+            ended = true;
             if (state.get() == null) {
                 if (acquired.cancel(false) || acquired.isCompletedExceptionally()) {
                     // Not granted: the wait is abandoned (a grant that races the cancel is the
@@ -278,6 +285,11 @@ class RedisLock implements BatonLock {
             }
         }
 
+        /** Whether the caller has ended the call (then it completes the stage itself). */
+        boolean ended() {
+            return ended;
+        }
+
         /** Baton's own completion: the release has been answered already. */
         void finish(T value) {
             super.complete(value);
@@ -285,6 +297,13 @@ class RedisLock implements BatonLock {
 
         void fail(Throwable failure) {
             super.completeExceptionally(failure);
+        }
+
+        /** Baton's completion of a call that ended before its work ran, unless the caller ended it (and completes it). */
+        void failUnlessEnded(Throwable failure) {
+            if (!ended) {
+                super.completeExceptionally(failure);
+            }
         }
 
         @Override
@@ -350,16 +369,20 @@ class RedisLock implements BatonLock {
                                ScopedResult<T> result, CompletableFuture<Void> release) {
         try {
             Lease lease = services.leases().get(name, owner(ownerId));
-            if (lease == null || result.isDone()) {
+            if (lease == null || result.ended()) {
                 // The caller gave up as the grant came (or it was lost at once): the work does not run.
                 giveBackThen(ownerId, release);
-                result.fail(lease == null
-                        ? leaseLost(owner(ownerId), "it was lost as it was granted") : new CancellationException("given up"));
+                result.failUnlessEnded(leaseLost(owner(ownerId), "it was lost as it was granted"));
                 return;
             }
             LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
                     recipe.kind() == BatonObserver.Kind.FENCED_LOCK, null);
             result.running(scope);
+            if (result.ended()) {
+                // Ended as the scope was being made (its end may not have seen it): the same.
+                giveBackThen(ownerId, release);
+                return;
+            }
             scope.watch();
             // The caller completing its stage in any way ends the work's too (also when that
             // came before the scope was known to it).
@@ -398,9 +421,12 @@ class RedisLock implements BatonLock {
                     }
                 });
             });
-        } catch (RuntimeException e) { // the client closed as the grant came, or the like: nothing runs
+        } catch (RuntimeException | Error e) { // the client closed as the grant came, or the like: nothing runs
             giveBackThen(ownerId, release);
-            result.fail(e);
+            result.failUnlessEnded(e);
+            if (e instanceof Error error) {
+                throw error;
+            }
         }
     }
 
@@ -574,18 +600,21 @@ class RedisLock implements BatonLock {
         // as an upgrade).
         String ordered = Names.owner(services.clientId(), ownerId);
         return services.leases().acquiring(name, ordered, () -> services.engine().prepare(
-                new LockAttempt(owner, lease, waitNanos != 0), recipe.channel(), recipe.wakeRule(), waitNanos));
+                new LockAttempt(owner, ordered, lease, waitNanos != 0), recipe.channel(), recipe.wakeRule(), waitNanos));
     }
 
     /** One acquisition's attempts; remembers the hold count it last asked with. */
     private final class LockAttempt implements AcquireEngine.Attempt {
         private final String owner;
+        /** The owner as acquisitions are ordered (Leases.acquiring): a read or write field's owner. */
+        private final String ordered;
         private final LeaseRequest lease;
         private final boolean willWait;
         private int heldBefore;
 
-        LockAttempt(String owner, LeaseRequest lease, boolean willWait) {
+        LockAttempt(String owner, String ordered, LeaseRequest lease, boolean willWait) {
             this.owner = owner;
+            this.ordered = ordered;
             this.lease = lease;
             this.willWait = willWait;
         }
@@ -683,7 +712,11 @@ class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<?> releaseGranted() {
-            return release(owner, true).exceptionally(e -> {
+            CompletableFuture<Void> back = release(owner, true);
+            // The owner's next acquisition waits for its answer, not only for its send: a
+            // give-back refused with NOSCRIPT runs again a round trip later (Leases.acquiring).
+            services.leases().releasing(name, ordered, back);
+            return back.exceptionally(e -> {
                 log.debug("giving back a late grant of '{}' by {} failed", name, owner, e);
                 return null;
             });
