@@ -142,6 +142,19 @@ class LeaseScopedWorkTest {
     private record Stop(LeaseLostException lost, Duration after) {
     }
 
+    /**
+     * Stopped by its validity's end, before Redis could let the lease expire: within the
+     * watchdog timeout + 300 ms of the fault, not before half of it (the last confirmed
+     * renewal's lease).
+     */
+    private static void assertStoppedByTheValidityEnd(Duration after, String fault) {
+        Duration bound = Bounds.within(WATCHDOG);
+        assertTrue(after.compareTo(bound) <= 0, "stopped " + after.toMillis() + " ms after " + fault + ", bound "
+                + bound.toMillis() + " ms");
+        assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last confirmed renewal's lease could end: "
+                + after.toMillis() + " ms");
+    }
+
     @Test
     void workIsStoppedWithinAThirdOfTheWatchdogTimeoutAfterTheKeyIsDeleted() throws Exception {
         Duration bound = Bounds.within(WATCHDOG.dividedBy(3));
@@ -164,18 +177,13 @@ class LeaseScopedWorkTest {
 
     @Test
     void workIsStoppedWhenItsValidityRunsOutWhileRedisIsPaused() throws Exception {
-        Duration bound = Bounds.within(WATCHDOG);
         Stop stop;
         try {
             stop = runUntilStopped(baton.lock("paused"), redis::pause);
         } finally {
             redis.resume();
         }
-        assertTrue(stop.after().compareTo(bound) <= 0, "stopped " + stop.after().toMillis()
-                + " ms after the pause: by the validity's end, before Redis lets the lease expire (bound "
-                + bound.toMillis() + " ms)");
-        assertTrue(stop.after().compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last confirmed renewal's lease "
-                + "could end: " + stop.after().toMillis() + " ms");
+        assertStoppedByTheValidityEnd(stop.after(), "the pause");
         // Its validity's end stops it; a loading machine may let the watchdog's own verdict (no
         // renewal for a whole lease) come first: either is a stop before Redis lets the lease go.
         assertTrue(stop.lost().getMessage().contains("not known to be held"), stop.lost().getMessage());
@@ -186,17 +194,13 @@ class LeaseScopedWorkTest {
     @Test
     void workIsStoppedWhenTheWatchdogCannotRenewWithRedisDown() throws Exception {
         // Every renewal fails (connection refused): the validity's end stops the work.
-        Duration bound = Bounds.within(WATCHDOG);
         Stop stop;
         try {
             stop = runUntilStopped(baton.lock("down"), redis::kill);
         } finally {
             redis.restart();
         }
-        assertTrue(stop.after().compareTo(bound) <= 0, "stopped " + stop.after().toMillis()
-                + " ms after Redis went down, bound " + bound.toMillis() + " ms");
-        assertTrue(stop.after().compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last confirmed renewal's lease "
-                + "could end: " + stop.after().toMillis() + " ms");
+        assertStoppedByTheValidityEnd(stop.after(), "Redis went down");
         assertTrue(stop.lost().getMessage().contains("not known to be held"), stop.lost().getMessage());
     }
 
@@ -406,26 +410,7 @@ class LeaseScopedWorkTest {
 
     @Test
     void asyncWorkIsCancelledWhenItsValidityRunsOutWhileRedisIsPaused() throws Exception {
-        Pending running = pending(baton.lock("async-paused"));
-        AtomicLong cancelledAt = new AtomicLong();
-        running.work().whenComplete((v, e) -> cancelledAt.set(System.nanoTime()));
-        long paused = System.nanoTime();
-        redis.pause();
-        java.util.concurrent.ExecutionException failed;
-        try {
-            failed = assertThrows(java.util.concurrent.ExecutionException.class,
-                    () -> running.done().get(10, TimeUnit.SECONDS));
-        } finally {
-            redis.resume();
-        }
-        assertInstanceOf(LeaseLostException.class, failed.getCause());
-        assertTrue(running.work().isCancelled(), "the work's stage was cancelled");
-        Duration after = Duration.ofNanos(cancelledAt.get() - paused);
-        Duration bound = Bounds.within(WATCHDOG);
-        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after the pause, bound "
-                + bound.toMillis() + " ms");
-        assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
-                + after.toMillis() + " ms");
+        assertStoppedByTheValidityEnd(asyncCancelledAfter("async-paused", redis::pause, redis::resume), "the pause");
     }
 
     /** How long after {@code fault} began the async work's stage was cancelled; {@code heal} runs after. */
@@ -457,12 +442,7 @@ class LeaseScopedWorkTest {
 
     @Test
     void asyncWorkIsCancelledWhenTheWatchdogCannotRenewWithRedisDown() throws Exception {
-        Duration after = asyncCancelledAfter("async-down", redis::kill, redis::restart);
-        Duration bound = Bounds.within(WATCHDOG);
-        assertTrue(after.compareTo(bound) <= 0, "cancelled " + after.toMillis() + " ms after Redis went down, bound "
-                + bound.toMillis() + " ms");
-        assertTrue(after.compareTo(WATCHDOG.dividedBy(2)) >= 0, "not before the last renewal's lease could end: "
-                + after.toMillis() + " ms");
+        assertStoppedByTheValidityEnd(asyncCancelledAfter("async-down", redis::kill, redis::restart), "Redis went down");
     }
 
     @Test
