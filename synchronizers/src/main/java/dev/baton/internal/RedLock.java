@@ -147,11 +147,7 @@ final class RedLock implements BatonRedLock {
         LeaseScopedWork scope = new LeaseScopedWork(name, held, scheduler, false, Thread.currentThread());
         scopes.computeIfAbsent(owner, o -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(scope);
         try {
-            return scope.run(work, stopped -> {
-                scopes.computeIfPresent(owner, (o, list) -> {
-                    list.remove(scope);
-                    return list.isEmpty() ? null : list;
-                });
+            return scope.run(work, stopped -> { // the scope has finished: this unlock's stop of it does nothing
                 try {
                     unlock();
                     return null;

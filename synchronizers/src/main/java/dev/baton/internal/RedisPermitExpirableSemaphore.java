@@ -146,14 +146,13 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         };
         return new LeaseScopedWork(name, held, clock, false, Thread.currentThread()).run(work, stopped -> {
             try {
-                boolean wasHeld = tryRelease(id);
-                returned.set(true);
-                return wasHeld ? null : new dev.baton.LeaseLostException(name, "permit " + id + " of semaphore '" + name
-                        + "' was no longer held when the work ended: its lease ran out (or the semaphore was deleted) "
-                        + "while the work ran, and another holder may have overlapped it");
+                return tryRelease(id) ? null : new dev.baton.LeaseLostException(name, "permit " + id + " of semaphore '"
+                        + name + "' was no longer held when the work ended: its lease ran out (or the semaphore was "
+                        + "deleted) while the work ran, and another holder may have overlapped it");
             } catch (RuntimeException e) {
-                returned.set(true);
                 return e;
+            } finally {
+                returned.set(true); // the scope is over, whatever the release said
             }
         });
     }
