@@ -33,11 +33,24 @@ import java.util.concurrent.TimeUnit;
  * through the handle of {@link #acquirePermits(int)}: its {@link SemaphorePermits#close()} may
  * be called again after a failure and counts once.
  *
+ * <h2>Releases within one client</h2>
+ * A release on a client where a wait of the same semaphore is parked (between attempts, not
+ * while one is in Redis) hands the permits to that wait, oldest first, without a command: the
+ * count in Redis stays as it is (the released permits and the waiter's were both counted out
+ * of it), so no permit is counted twice or lost, {@link #availablePermits()} never shows them
+ * and nothing is published. A wait that asks for more permits than the release carries is
+ * passed over; permits no wait here takes go to Redis. So that waiters on other clients (and
+ * Redisson's) get their turn, a client hands at most {@value #LOCAL_TURNS} releases of one
+ * semaphore in a row to its own waits; the next goes to Redis and is announced. A blocking
+ * wait's thread is woken by the releasing thread; an asynchronous wait's stage completes on
+ * another thread, never inside {@code release}.
+ *
  * <h2>How a wait ends</h2>
  * <ul>
  *   <li><b>acquired</b>: enough permits became available (a release announces the new count
  *       and wakes up to that many waiters; a lost announcement is recovered by a re-check at
- *       most {@value #RECHECK_SECONDS} seconds later);</li>
+ *       most {@value #RECHECK_SECONDS} seconds later), or a release on this client handed them
+ *       over (above);</li>
  *   <li><b>timed out</b>: {@code tryAcquire} with a wait time returns {@code false}, having
  *       taken nothing;</li>
  *   <li><b>interrupted</b>: {@link InterruptedException}, nothing taken, no subscription left;</li>
@@ -54,6 +67,12 @@ public interface BatonSemaphore {
 
     /** The bound on how late a waiter notices permits when the announcement was lost. */
     int RECHECK_SECONDS = 5;
+
+    /**
+     * How many releases of one semaphore in a row a client hands to its own parked waits before
+     * one goes to Redis (see "Releases within one client").
+     */
+    int LOCAL_TURNS = 8;
 
     /** The semaphore's name, which is also its Redis key. */
     String getName();
@@ -101,7 +120,8 @@ public interface BatonSemaphore {
     void release();
 
     /**
-     * Returns {@code permits} permits and wakes up to that many waiters. Counted exactly once:
+     * Returns {@code permits} permits and wakes up to that many waiters; a parked wait of this
+     * client may take them without Redis (see "Releases within one client"). Counted exactly once:
      * if it throws {@link DoNotRetryException}, Baton is still sending it and will apply it
      * once; do not call it again (see "Exactly once" above).
      *

@@ -132,6 +132,8 @@ abstract class Simulation {
     final SimWire.Faults faults;
     long grants;
     long operations;
+    /** Grants a client made without Redis (the semaphore's hand-off), counted at the end. */
+    long handedInClient;
     private final long runNanos;
     /** Set when the run ends: actors finish what they are doing and stop. */
     boolean stopping;

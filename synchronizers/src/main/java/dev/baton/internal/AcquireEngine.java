@@ -30,6 +30,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * The uncontended path is exactly one script call: nothing subscribes, nothing is scheduled.
  *
+ * A grant in the client (the semaphore's hand-off, PermitHandOff): a parked acquisition can also
+ * be granted by another thread of the client, without an attempt. It is offered only while
+ * parked, and the park's wake-ups and the hand-off take one slot (handSlot) by an atomic swap, so
+ * exactly one of them decides the next step: an attempt (no hand-off can take it until the next
+ * park) or the hand-off's grant (no attempt is made). The grant then goes the way an attempt's
+ * grant goes: delivered, or given back through Attempt.releaseGranted() when the caller has given
+ * up meanwhile.
+ *
  * Exits and their clean-up, each handled here and nowhere else:
  *   - granted: unsubscribe;
  *   - deadline: one last attempt at the deadline, then false; leave the queue; unsubscribe;
@@ -101,6 +109,14 @@ final class AcquireEngine {
             return CompletableFuture.completedFuture(null);
         }
 
+        /**
+         * The acquisition is about to park between attempts (it has no attempt in flight): a
+         * recipe that hands grants over in the client registers it here to be offered them
+         * ({@link Acquisition#handOff}). Called at every park.
+         */
+        default void parking(Acquisition acquisition) {
+        }
+
         /** The tag this acquisition's waiter answers to, for {@link WakeRule#TAGGED}. */
         default String waiterTag() {
             return null;
@@ -132,6 +148,9 @@ final class AcquireEngine {
     private static final long UNKNOWN_TTL_RECHECK_MS = 1_000;
 
     private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
+    /** What a parked acquisition's hand-off slot holds once a hand-off took it. */
+    private static final CompletableFuture<Void> HANDED = new CompletableFuture<>();
 
     private final PubSubService pubSub;
     private final Scheduler scheduler;
@@ -197,6 +216,16 @@ final class AcquireEngine {
         private volatile Thread propagator;
         private volatile PubSubService.Subscription subscription;
         private volatile CompletableFuture<Void> parked;
+        /**
+         * The hand-off slot: while the acquisition is parked between attempts, the bell it parks
+         * on; {@link #HANDED} once a hand-off took it; {@code null} otherwise. The bell's callback
+         * empties it before anything else, so a wake-up (a message, the timer, a cancel) and a
+         * hand-off are decided by one atomic swap: either the next step is an attempt and no
+         * hand-off can happen until the next park, or it is the hand-off's grant and no attempt
+         * is made.
+         */
+        private final java.util.concurrent.atomic.AtomicReference<CompletableFuture<Void>> handSlot =
+                new java.util.concurrent.atomic.AtomicReference<>();
         private volatile CompletableFuture<?> cleanup = DONE;
         private int failures;
         /** Whether the loop has run (an acquisition that ended waiting for its turn left nothing in Redis to leave). */
@@ -307,6 +336,37 @@ final class AcquireEngine {
         /** Completes when the acquisition's clean-up commands have all been answered (for tests). */
         CompletableFuture<Void> finished() {
             return finished;
+        }
+
+        /**
+         * Grants this acquisition in the client, without an attempt, if it is parked between
+         * attempts and has not been given up; otherwise does nothing.
+         *
+         * @param inline whether the grant may be delivered on this thread (the caller's
+         *               callbacks run here); otherwise it is delivered through
+         *               {@link Scheduler#offload}
+         * @return whether the acquisition took the grant: the caller of this method must then
+         *         count whatever it handed over as given; if the acquisition turns out to be
+         *         cancelled meanwhile, the engine gives the grant back through
+         *         {@link Attempt#releaseGranted()}
+         */
+        boolean handOff(boolean inline) {
+            CompletableFuture<Void> bell = handSlot.get();
+            if (bell == null || bell == HANDED || cancelled || !handSlot.compareAndSet(bell, HANDED)) {
+                return false;
+            }
+            if (inline) {
+                bell.complete(null);
+            } else {
+                scheduler.offload(() -> bell.complete(null));
+            }
+            return true;
+        }
+
+        /** Whether the acquisition is parked between attempts, open to a {@link #handOff}. */
+        boolean parkedForHandOff() {
+            CompletableFuture<Void> bell = handSlot.get();
+            return bell != null && bell != HANDED;
         }
 
         /** Abandons the acquisition; whatever it had obtained is given back. */
@@ -524,6 +584,8 @@ final class AcquireEngine {
             Waiter waiter = s == null ? null : s.waiter();
             CompletableFuture<Void> bell = waiter == null ? new CompletableFuture<>() : waiter.park();
             parked = bell;
+            attempt.parking(this);
+            handSlot.set(bell);
             if (cancelled) {
                 bell.complete(null);
             }
@@ -531,6 +593,12 @@ final class AcquireEngine {
             bell.whenComplete((ok, e) -> guarded(() -> {
                 timer.cancel();
                 parked = null;
+                if (handSlot.getAndSet(null) == HANDED) {
+                    // Granted in the client. A message's ring pending on the waiter stays
+                    // pending: leaving the channel (finish) passes it on to another waiter.
+                    afterAttempt(Outcome.GRANTED, null);
+                    return;
+                }
                 if (waiter != null) {
                     waiter.consume();
                 }

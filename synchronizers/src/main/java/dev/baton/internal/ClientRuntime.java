@@ -73,10 +73,25 @@ public final class ClientRuntime implements AutoCloseable {
                 options.watchdogTimeout().toMillis(), options.renewalBatchSize(), observer);
         leases.attach(renewals);
         this.services = new Services(executor, new AcquireEngine(pubSub, scheduler, observer), leases, renewer,
-                new Requests(executor, scheduler, options.commandTimeout()), clientId,
+                new Requests(executor, scheduler, options.commandTimeout()), new PermitHandOff(), clientId,
                 options.commandTimeout(), options.watchdogTimeout(), connections.target(), new Services.Lifecycle());
         renewals.start();
         connections.wiring().accept(executor);
+    }
+
+    /** The semaphore's in-client hand-off (for tests and the simulation). */
+    PermitHandOff permitHandOff() {
+        return services.permitHandOff();
+    }
+
+    /** How many semaphore acquisitions this client granted by handing released permits over (for tests and inspection). */
+    public long semaphoreHandOffs() {
+        return services.permitHandOff().handed();
+    }
+
+    /** Whether an acquisition of semaphore {@code name} is parked on this client, open to a hand-off (for tests). */
+    public boolean semaphoreWaiterParked(String name) {
+        return services.permitHandOff().hasParked(name);
     }
 
     private static Observer observer(BatonOptions options) {

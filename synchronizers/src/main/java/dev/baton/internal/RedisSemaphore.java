@@ -53,7 +53,7 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public void acquire(int permits) throws InterruptedException {
         Args.permits(permits);
-        Blocking.awaitInterruptibly(() -> start(permits, -1), services.cleanupNanos());
+        Blocking.awaitInterruptibly(() -> start(new PermitsAttempt(permits, true), -1), services.cleanupNanos());
     }
 
     @Override
@@ -64,7 +64,7 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public boolean tryAcquire(int permits) {
         Args.permits(permits);
-        return Blocking.awaitUninterruptibly(start(permits, 0));
+        return Blocking.awaitUninterruptibly(start(new PermitsAttempt(permits, true), 0));
     }
 
     @Override
@@ -76,7 +76,7 @@ final class RedisSemaphore implements BatonSemaphore {
     public boolean tryAcquire(int permits, long timeout, TimeUnit unit) throws InterruptedException {
         Args.permits(permits);
         long waitNanos = Args.timeoutNanos(timeout, unit);
-        return Blocking.awaitInterruptibly(() -> start(permits, waitNanos), services.cleanupNanos());
+        return Blocking.awaitInterruptibly(() -> start(new PermitsAttempt(permits, true), waitNanos), services.cleanupNanos());
     }
 
     @Override
@@ -89,7 +89,7 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public SemaphorePermits acquirePermits(int permits) throws InterruptedException {
         Args.permits(permits);
-        PermitsAttempt attempt = new PermitsAttempt(permits);
+        PermitsAttempt attempt = new PermitsAttempt(permits, true);
         Blocking.awaitInterruptibly(() -> start(attempt, -1), services.cleanupNanos());
         return new Permits(permits, Requests.newId());
     }
@@ -124,7 +124,7 @@ final class RedisSemaphore implements BatonSemaphore {
             try {
                 Requests.Delivery<Long> sent = release.get();
                 if (sent == null) {
-                    Requests.Delivery<Long> fresh = add(permits, releaseId, "release of " + permitsWord(permits) + " of semaphore '" + name + "'");
+                    Requests.Delivery<Long> fresh = release(permits, releaseId);
                     if (release.compareAndSet(null, fresh)) {
                         Blocking.join(fresh.foreground());
                         return;
@@ -156,20 +156,33 @@ final class RedisSemaphore implements BatonSemaphore {
     @Override
     public CompletionStage<Void> acquireAsync(int permits) {
         Args.permits(permits);
-        return start(permits, -1).untilGranted();
+        return start(new PermitsAttempt(permits, false), -1).untilGranted();
     }
 
     @Override
     public CompletionStage<Boolean> tryAcquireAsync(int permits, long timeout, TimeUnit unit) {
         Args.permits(permits);
-        return start(permits, Args.timeoutNanos(timeout, unit)).result();
+        return start(new PermitsAttempt(permits, false), Args.timeoutNanos(timeout, unit)).result();
     }
 
     @Override
     public CompletionStage<Void> releaseAsync(int permits) {
         Args.permits(permits);
-        return Requests.notToBeRepeated(add(permits, Requests.newId(), "release of " + permitsWord(permits)
-                + " of semaphore '" + name + "'").foreground()).thenApply(count -> null);
+        return Requests.notToBeRepeated(release(permits, Requests.newId()).foreground()).thenApply(count -> null);
+    }
+
+    /**
+     * A release: what this client's parked acquisitions of the semaphore take is handed to them
+     * (PermitHandOff); the rest goes to Redis as one exactly-once request with id {@code id}.
+     */
+    private Requests.Delivery<Long> release(int permits, String id) {
+        services.checkOpen();
+        int left = services.permitHandOff().release(name, permits);
+        if (left == 0) {
+            CompletableFuture<Long> handed = CompletableFuture.completedFuture(-1L);
+            return new Requests.Delivery<>(handed, handed);
+        }
+        return add(left, id, "release of " + permitsWord(left) + " of semaphore '" + name + "'");
     }
 
     @Override
@@ -233,10 +246,6 @@ final class RedisSemaphore implements BatonSemaphore {
                 List.of(Integer.toString(permits), MAX_PERMITS, ids.memoryArg()), name, key, what);
     }
 
-    private AcquireEngine.Acquisition start(int permits, long waitNanos) {
-        return start(new PermitsAttempt(permits), waitNanos);
-    }
-
     private AcquireEngine.Acquisition start(PermitsAttempt attempt, long waitNanos) {
         services.checkOpen();
         return services.engine().acquire(attempt, channel, WakeRule.BY_COUNT, waitNanos);
@@ -246,11 +255,24 @@ final class RedisSemaphore implements BatonSemaphore {
     private final class PermitsAttempt implements AcquireEngine.Attempt {
         private final int permits;
         private final SemaphoreWaits.DeletionWatch deletion = new SemaphoreWaits.DeletionWatch();
+        /** Whether the caller blocks on the outcome (a hand-off may then deliver it on the releasing thread). */
+        private final boolean blocking;
+        /** Whether this acquisition is registered for hand-offs (at its first park). */
+        private boolean offered;
         /** The request key of the latest attempt. */
         private String key;
 
-        PermitsAttempt(int permits) {
+        PermitsAttempt(int permits, boolean blocking) {
             this.permits = permits;
+            this.blocking = blocking;
+        }
+
+        @Override
+        public void parking(AcquireEngine.Acquisition acquisition) {
+            if (!offered) {
+                offered = true;
+                services.permitHandOff().parked(name, new PermitHandOff.Parked(acquisition, permits, blocking));
+            }
         }
 
         @Override

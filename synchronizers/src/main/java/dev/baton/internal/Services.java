@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * What a synchronizer needs from its client's runtime, handed to it once when it is made: the
  * command executor, the acquire engine, the lease table and its renewer, the request memory,
+ * the semaphore's in-client hand-off,
  * the client's id and timeouts, and whether the client is still open. Immutable; one instance
  * per client, built by {@link ClientRuntime}.
  *
@@ -15,7 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * @param lifecycle whether the client is still open
  */
 record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, ScriptRenewer renewer,
-                Requests requests, String clientId, Duration commandTimeout, Duration watchdogTimeout,
+                Requests requests, PermitHandOff permitHandOff, String clientId, Duration commandTimeout, Duration watchdogTimeout,
                 String target, Lifecycle lifecycle) {
 
     /** Whether a client is open; {@link #close()} is final. */

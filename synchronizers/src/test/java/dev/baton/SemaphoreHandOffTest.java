@@ -1,0 +1,142 @@
+package dev.baton;
+
+import dev.baton.internal.ClientRuntime;
+import dev.baton.testkit.Await;
+import dev.baton.testkit.RedisServer;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The plain semaphore's in-client hand-off (docs/guarantees.md, "Semaphore"): a release on a
+ * client where a thread of the same client waits for the semaphore gives it the permits without
+ * a command; the count in Redis and what callers hold add up as before; a client hands at most
+ * eight releases in a row to its own waiters, so another client's waiter is not starved.
+ */
+class SemaphoreHandOffTest extends TwoClientsTest {
+    SemaphoreHandOffTest(RedisServer redis) {
+        super(redis);
+    }
+
+    private long scriptCalls() {
+        return redis.calls("evalsha") + redis.calls("eval");
+    }
+
+    private void awaitParked(Baton client, String name) {
+        ClientRuntime runtime = Runtimes.of(client);
+        Await.until(Duration.ofSeconds(10), () -> "a waiter of '" + name + "' parked", () -> runtime.semaphoreWaiterParked(name));
+    }
+
+    @Test
+    void aReleaseGoesToAWaitingThreadOfTheSameClientWithoutACommand() throws Exception {
+        BatonSemaphore semaphore = a.semaphore("handed");
+        assertTrue(semaphore.trySetPermits(1));
+        semaphore.acquire();
+        Future<?> waiter = threads.submit(() -> {
+            semaphore.acquire();
+            return null;
+        });
+        awaitParked(a, "handed");
+        long before = scriptCalls();
+        semaphore.release();
+        waiter.get(5, TimeUnit.SECONDS);
+        assertEquals(0, scriptCalls() - before, "no script ran for the release and the waiter's grant");
+        assertEquals(1, Runtimes.of(a).semaphoreHandOffs());
+        assertEquals(0, semaphore.availablePermits(), "the permit is held by the waiter, as after a release and an acquire");
+        semaphore.release(); // nobody waits: to Redis
+        assertEquals(1, semaphore.availablePermits());
+    }
+
+    @Test
+    void anAsyncWaitersCallbacksDoNotRunOnTheReleasingThread() throws Exception {
+        BatonSemaphore semaphore = a.semaphore("async-handed");
+        assertTrue(semaphore.trySetPermits(1));
+        semaphore.acquire();
+        AtomicReference<Thread> ranOn = new AtomicReference<>();
+        CompletableFuture<Void> granted = semaphore.acquireAsync(1).toCompletableFuture()
+                .thenRun(() -> ranOn.set(Thread.currentThread()));
+        awaitParked(a, "async-handed");
+        semaphore.release();
+        granted.get(5, TimeUnit.SECONDS);
+        assertEquals(1, Runtimes.of(a).semaphoreHandOffs());
+        assertNotSame(Thread.currentThread(), ranOn.get(), "the caller's callback ran inside release()");
+        assertEquals(0, semaphore.availablePermits());
+    }
+
+    @Test
+    void aReleaseTooSmallForTheWaiterGoesToRedisAndTheWaiterTakesItsPermitsThere() throws Exception {
+        BatonSemaphore semaphore = a.semaphore("too-small");
+        assertTrue(semaphore.trySetPermits(2));
+        semaphore.acquire(2);
+        Future<?> waiter = threads.submit(() -> {
+            semaphore.acquire(2);
+            return null;
+        });
+        awaitParked(a, "too-small");
+        semaphore.release(1);
+        assertEquals(1, semaphore.availablePermits(), "one permit cannot serve a wait for two: it went to Redis");
+        assertFalse(waiter.isDone());
+        semaphore.release(1);
+        waiter.get(5, TimeUnit.SECONDS);
+        assertEquals(0, Runtimes.of(a).semaphoreHandOffs());
+        assertEquals(0, semaphore.availablePermits());
+    }
+
+    @Test
+    void aWaiterOnAnotherClientIsNotStarvedByAClientHandingPermitsToItsOwnThreads() throws Exception {
+        BatonSemaphore mine = a.semaphore("turns");
+        assertTrue(mine.trySetPermits(1));
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicInteger pairs = new AtomicInteger();
+        List<Future<?>> churn = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            churn.add(threads.submit(() -> {
+                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (!stop.get() && System.nanoTime() < end) {
+                    mine.acquire();
+                    pairs.incrementAndGet();
+                    Thread.sleep(2); // a hold: the other threads are parked by the time it ends
+                    mine.release();
+                }
+                return null;
+            }));
+        }
+        Await.until(Duration.ofSeconds(10), () -> "a's threads handing permits to each other", () -> Runtimes.of(a).semaphoreHandOffs() > 20);
+        long incrBefore = redis.calls("incrby");
+        long handedBefore = Runtimes.of(a).semaphoreHandOffs();
+        BatonSemaphore theirs = b.semaphore("turns");
+        boolean got;
+        try {
+            // Without turns every release of a finds a thread of a parked, and b waits for ever.
+            got = theirs.tryAcquire(1, 10, TimeUnit.SECONDS);
+        } finally {
+            stop.set(true);
+        }
+        if (got) {
+            theirs.release();
+        }
+        for (Future<?> f : churn) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+        assertTrue(got, "client b's waiter never got the permit while client a handed it among its threads");
+        long handed = Runtimes.of(a).semaphoreHandOffs() - handedBefore;
+        long toRedis = redis.calls("incrby") - incrBefore;
+        // Of a's releases since then, at most eight in a row were handed over: every run of hand-offs
+        // ends with a release to Redis (one INCRBY each, b's own release among them).
+        assertTrue(handed <= 8 * (toRedis + 1), handed + " hand-offs against " + toRedis + " releases to Redis");
+        assertEquals(1, mine.availablePermits(), "every permit back in Redis after " + pairs.get() + " pairs");
+    }
+}
