@@ -36,8 +36,13 @@ class SemaphoreHandOffTest extends TwoClientsTest {
     }
 
     private void awaitParked(Baton client, String name) {
+        awaitParked(client, name, 1);
+    }
+
+    private void awaitParked(Baton client, String name, int waiters) {
         ClientRuntime runtime = Runtimes.of(client);
-        Await.until(Duration.ofSeconds(10), () -> "a waiter of '" + name + "' parked", () -> runtime.semaphoreWaiterParked(name));
+        Await.until(Duration.ofSeconds(10), () -> waiters + " waiters of '" + name + "' parked",
+                () -> runtime.semaphoreWaitersParked(name) >= waiters);
     }
 
     @Test
@@ -95,20 +100,24 @@ class SemaphoreHandOffTest extends TwoClientsTest {
         assertEquals(0, semaphore.availablePermits());
     }
 
-    @Test
-    void aWaiterOnAnotherClientIsNotStarvedByAClientHandingPermitsToItsOwnThreads() throws Exception {
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0} threads")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {2, 4})
+    void aWaiterOnAnotherClientIsNotStarvedByAClientHandingPermitsToItsOwnThreads(int churners) throws Exception {
+        // Two threads: the one handed to is busy holding whenever the other parks, so nobody is
+        // parked between hand-offs (a review found the turn count lost there, and b starved).
         BatonSemaphore mine = a.semaphore("turns");
         assertTrue(mine.trySetPermits(1));
+        long holdMs = churners == 2 ? 20 : 2;
         AtomicBoolean stop = new AtomicBoolean();
         AtomicInteger pairs = new AtomicInteger();
         List<Future<?>> churn = new ArrayList<>();
-        for (int t = 0; t < 4; t++) {
+        for (int t = 0; t < churners; t++) {
             churn.add(threads.submit(() -> {
                 long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                 while (!stop.get() && System.nanoTime() < end) {
                     mine.acquire();
                     pairs.incrementAndGet();
-                    Thread.sleep(2); // a hold: the other threads are parked by the time it ends
+                    Thread.sleep(holdMs); // a hold: the other threads are parked by the time it ends
                     mine.release();
                 }
                 return null;
@@ -138,5 +147,43 @@ class SemaphoreHandOffTest extends TwoClientsTest {
         // ends with a release to Redis (one INCRBY each, b's own release among them).
         assertTrue(handed <= 8 * (toRedis + 1), handed + " hand-offs against " + toRedis + " releases to Redis");
         assertEquals(1, mine.availablePermits(), "every permit back in Redis after " + pairs.get() + " pairs");
+    }
+
+    @Test
+    void aHandleClosedByTwoThreadsAtOnceReleasesItsPermitsOnce() throws Exception {
+        BatonSemaphore semaphore = a.semaphore("closed-twice");
+        assertTrue(semaphore.trySetPermits(1));
+        for (int round = 0; round < 30; round++) {
+            SemaphorePermits handle = semaphore.acquirePermits(1);
+            List<Future<?>> waiters = new ArrayList<>();
+            for (int w = 0; w < 2; w++) {
+                waiters.add(threads.submit(() -> semaphore.tryAcquire(1, 20, TimeUnit.SECONDS) ? 1 : 0));
+            }
+            awaitParked(a, "closed-twice", 2);
+            java.util.concurrent.CyclicBarrier together = new java.util.concurrent.CyclicBarrier(2);
+            List<Future<?>> closers = new ArrayList<>();
+            for (int c = 0; c < 2; c++) {
+                closers.add(threads.submit(() -> {
+                    together.await();
+                    handle.close();
+                    return null;
+                }));
+            }
+            for (Future<?> f : closers) {
+                f.get(10, TimeUnit.SECONDS);
+            }
+            // One permit came back: one waiter has it, the other still waits (or, had the permit
+            // gone to Redis, took it there). Then it is released and the second waiter takes it.
+            Await.until(Duration.ofSeconds(10), () -> "one waiter granted", () -> waiters.stream().filter(Future::isDone).count() >= 1);
+            assertEquals(1, waiters.stream().filter(Future::isDone).count(), "round " + round + ": the permit of one handle went to two waiters");
+            semaphore.release();
+            int granted = 0;
+            for (Future<?> f : waiters) {
+                granted += (Integer) f.get(20, TimeUnit.SECONDS);
+            }
+            assertEquals(2, granted);
+            semaphore.release();
+            assertEquals(1, semaphore.availablePermits(), "round " + round);
+        }
     }
 }

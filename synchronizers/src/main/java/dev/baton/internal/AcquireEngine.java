@@ -226,6 +226,13 @@ final class AcquireEngine {
          */
         private final java.util.concurrent.atomic.AtomicReference<CompletableFuture<Void>> handSlot =
                 new java.util.concurrent.atomic.AtomicReference<>();
+        /**
+         * Whether a hand-off's grant may be delivered on whatever thread rings the bell (a
+         * blocking caller's), or only through {@link Scheduler#offload} (an async caller's: the
+         * bell may be rung by the releasing thread, or by a pub/sub wake-up passed on under the
+         * pub/sub service's lock).
+         */
+        private volatile boolean handedInline;
         private volatile CompletableFuture<?> cleanup = DONE;
         private int failures;
         /** Whether the loop has run (an acquisition that ended waiting for its turn left nothing in Redis to leave). */
@@ -342,9 +349,9 @@ final class AcquireEngine {
          * Grants this acquisition in the client, without an attempt, if it is parked between
          * attempts and has not been given up; otherwise does nothing.
          *
-         * @param inline whether the grant may be delivered on this thread (the caller's
-         *               callbacks run here); otherwise it is delivered through
-         *               {@link Scheduler#offload}
+         * @param inline whether the grant may be delivered on the thread that rings the
+         *               acquisition's bell (this one, or a wake-up's); otherwise it is delivered
+         *               through {@link Scheduler#offload}, so no caller callback runs there
          * @return whether the acquisition took the grant: the caller of this method must then
          *         count whatever it handed over as given; if the acquisition turns out to be
          *         cancelled meanwhile, the engine gives the grant back through
@@ -352,14 +359,14 @@ final class AcquireEngine {
          */
         boolean handOff(boolean inline) {
             CompletableFuture<Void> bell = handSlot.get();
-            if (bell == null || bell == HANDED || cancelled || !handSlot.compareAndSet(bell, HANDED)) {
+            if (bell == null || bell == HANDED || cancelled) {
                 return false;
             }
-            if (inline) {
-                bell.complete(null);
-            } else {
-                scheduler.offload(() -> bell.complete(null));
+            handedInline = inline; // the same for every hand-off offered to one acquisition
+            if (!handSlot.compareAndSet(bell, HANDED)) {
+                return false;
             }
+            bell.complete(null);
             return true;
         }
 
@@ -596,7 +603,11 @@ final class AcquireEngine {
                 if (handSlot.getAndSet(null) == HANDED) {
                     // Granted in the client. A message's ring pending on the waiter stays
                     // pending: leaving the channel (finish) passes it on to another waiter.
-                    afterAttempt(Outcome.GRANTED, null);
+                    if (handedInline) {
+                        afterAttempt(Outcome.GRANTED, null);
+                    } else {
+                        scheduler.offload(() -> guarded(() -> afterAttempt(Outcome.GRANTED, null)));
+                    }
                     return;
                 }
                 if (waiter != null) {

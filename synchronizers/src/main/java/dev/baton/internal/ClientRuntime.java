@@ -89,9 +89,9 @@ public final class ClientRuntime implements AutoCloseable {
         return services.permitHandOff().handed();
     }
 
-    /** Whether an acquisition of semaphore {@code name} is parked on this client, open to a hand-off (for tests). */
-    public boolean semaphoreWaiterParked(String name) {
-        return services.permitHandOff().hasParked(name);
+    /** How many acquisitions of semaphore {@code name} are parked on this client, open to a hand-off (for tests). */
+    public int semaphoreWaitersParked(String name) {
+        return services.permitHandOff().parkedCount(name);
     }
 
     private static Observer observer(BatonOptions options) {

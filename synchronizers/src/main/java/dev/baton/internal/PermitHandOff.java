@@ -22,8 +22,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Turns: a client hands at most TURNS releases of one semaphore in a row to its own waiters; the
  * next release goes to Redis, which publishes the count, so waiters on other clients (Baton's and
  * Redisson's) race for it as they would without hand-offs. A release that sends any permits to
- * Redis starts the count again. The count lives as long as the client has a waiter parked on the
- * semaphore; a client with none has nobody to hand to, and its releases go to Redis anyway.
+ * Redis starts the count again. A semaphore's line (its parked acquisitions and the count) stays
+ * while anybody is parked or the count is not zero, so the count survives the moments when the
+ * one thread that would be handed to is busy holding: it goes when a release to Redis has reset
+ * the count with nobody parked.
  */
 final class PermitHandOff {
     /** How many releases in a row a client hands to its own waiters before one goes to Redis. */
@@ -33,6 +35,16 @@ final class PermitHandOff {
     private static final class Line {
         final ConcurrentLinkedQueue<Parked> parked = new ConcurrentLinkedQueue<>();
         final AtomicInteger handedInARow = new AtomicInteger();
+
+        /**
+         * Nobody parked and the turn count at zero: the line may go. One whose count is not zero
+         * stays although nobody is parked (its last hand-off's taker will release, and parks of
+         * the same threads come back), so the count is not lost between parks: two threads passing
+         * one permit back and forth empty the line at every hand-off.
+         */
+        boolean idle() {
+            return parked.isEmpty() && handedInARow.get() == 0;
+        }
     }
 
     /**
@@ -58,7 +70,7 @@ final class PermitHandOff {
         });
         parked.acquisition().settled().whenComplete((ok, e) -> lines.computeIfPresent(name, (k, line) -> {
             line.parked.remove(parked);
-            return line.parked.isEmpty() ? null : line;
+            return line.idle() ? null : line;
         }));
     }
 
@@ -79,6 +91,7 @@ final class PermitHandOff {
             turn = line.handedInARow.get();
             if (turn >= TURNS) {
                 if (line.handedInARow.compareAndSet(turn, 0)) {
+                    dropIfIdle(name);
                     return permits; // this one goes to Redis: other clients' turn
                 }
                 turn = -1;
@@ -95,7 +108,12 @@ final class PermitHandOff {
             }
         }
         line.handedInARow.set(0); // permits go to Redis: the count starts again
+        dropIfIdle(name);
         return left;
+    }
+
+    private void dropIfIdle(String name) {
+        lines.computeIfPresent(name, (k, line) -> line.idle() ? null : line);
     }
 
     /** How many acquisitions were granted by a hand-off on this client (for tests). */
@@ -103,9 +121,9 @@ final class PermitHandOff {
         return handed.get();
     }
 
-    /** Whether an acquisition of semaphore {@code name} is parked on this client, open to a hand-off (for tests). */
-    boolean hasParked(String name) {
+    /** How many acquisitions of semaphore {@code name} are parked on this client, open to a hand-off (for tests). */
+    int parkedCount(String name) {
         Line line = lines.get(name);
-        return line != null && line.parked.stream().anyMatch(p -> p.acquisition().parkedForHandOff());
+        return line == null ? 0 : (int) line.parked.stream().filter(p -> p.acquisition().parkedForHandOff()).count();
     }
 }

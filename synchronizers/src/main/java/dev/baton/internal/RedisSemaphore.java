@@ -124,9 +124,22 @@ final class RedisSemaphore implements BatonSemaphore {
             try {
                 Requests.Delivery<Long> sent = release.get();
                 if (sent == null) {
-                    Requests.Delivery<Long> fresh = release(permits, releaseId);
-                    if (release.compareAndSet(null, fresh)) {
-                        Blocking.join(fresh.foreground());
+                    // Claimed before anything is released: a hand-off has no request id to make
+                    // a second close count once, so only the close that claims it releases.
+                    Requests.Delivery<Long> mine = new Requests.Delivery<>(new CompletableFuture<>(), new CompletableFuture<>());
+                    if (release.compareAndSet(null, mine)) {
+                        Requests.Delivery<Long> fresh;
+                        try {
+                            fresh = release(permits, releaseId);
+                        } catch (RuntimeException e) {
+                            release.set(null); // nothing was released: a later close may try again
+                            mine.foreground().completeExceptionally(e);
+                            mine.landed().completeExceptionally(e);
+                            throw e;
+                        }
+                        fresh.foreground().whenComplete((v, e) -> complete(mine.foreground(), v, e));
+                        fresh.landed().whenComplete((v, e) -> complete(mine.landed(), v, e));
+                        Blocking.join(mine.foreground());
                         return;
                     }
                     sent = release.get();
@@ -135,6 +148,14 @@ final class RedisSemaphore implements BatonSemaphore {
             } catch (dev.baton.ReplicaSyncException landed) {
                 throw Failures.doNotRetry(landed);
             }
+        }
+    }
+
+    private static <T> void complete(CompletableFuture<T> target, T value, Throwable error) {
+        if (error == null) {
+            target.complete(value);
+        } else {
+            target.completeExceptionally(error);
         }
     }
 
