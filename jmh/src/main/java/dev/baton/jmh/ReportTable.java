@@ -136,6 +136,8 @@ final class ReportTable {
         throughput(rows, "read lock, 8 threads of one client (ops/s)", shared + "readLock8Threads", "", null, 0);
         throughput(rows, "semaphore, 4 permits × 8 threads (ops/s)", shared + "semaphore4Permits8Threads", "",
                 Direction.AT_LEAST, 2.0);
+        throughput(rows, "semaphore, 4 permits × 2 clients × 8 threads (ops/s)",
+                "SemaphoreTwoClientsBenchmark.semaphore4Permits2Clients8Threads", "", Direction.AT_LEAST, 1.5);
         OptionalDouble semB = get("ScaleReport", "count", Impl.BATON, "", "semaphore.commands");
         OptionalDouble semR = get("ScaleReport", "count", Impl.REDISSON, "", "semaphore.commands");
         rows.add(goalRow("… Redis commands per acquire+release (scripts and what they run, counted by the server)",
