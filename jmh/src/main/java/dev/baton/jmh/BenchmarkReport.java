@@ -228,6 +228,8 @@ public final class BenchmarkReport {
         }
         table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "semaphore.perSecond"), c.semaphore().perSecond());
         table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "semaphore.commands"), c.semaphore().commandsPerOp());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "semaphoreHeld.perSecond"), c.semaphoreHeld().perSecond());
+        table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", "semaphoreHeld.commands"), c.semaphoreHeld().commandsPerOp());
         for (ScaleReport.Heap h : c.heap()) {
             String p = "heap-" + h.waiters() + ".";
             table.put(ReportTable.key("ScaleReport", "count", c.impl(), "", p + "bytes"), h.bytesPerWaiter());

@@ -142,6 +142,12 @@ final class ReportTable {
         OptionalDouble semR = get("ScaleReport", "count", Impl.REDISSON, "", "semaphore.commands");
         rows.add(goalRow("… Redis commands per acquire+release (scripts and what they run, counted by the server)",
                 fmt(semB), fmt(semR), times(ratio(semB, semR)), ratio(semB, semR), Direction.AT_MOST, 1.0, null));
+        throughput(rows, "semaphore, 4 permits × 8 threads, each permit held 200 µs (ops/s)",
+                shared + "semaphore4Permits8ThreadsHeld200us", "", null, 0);
+        OptionalDouble heldB = get("ScaleReport", "count", Impl.BATON, "", "semaphoreHeld.commands");
+        OptionalDouble heldR = get("ScaleReport", "count", Impl.REDISSON, "", "semaphoreHeld.commands");
+        rows.add(goalRow("… Redis commands per acquire+release, each permit held 200 µs", fmt(heldB), fmt(heldR),
+                times(ratio(heldB, heldR)), ratio(heldB, heldR), null, 0, null));
         latency(rows, "latch wake-up: countDown() to zero → the waiter's await() returns (ms)",
                 "LatchWakeUpBenchmark.countDownToWaiterReturn", "", "p99", Direction.AT_MOST, 1.0);
         aboveWakeFloor(rows, "… p50 above the wake floor (what the library adds, ms)", "LatchWakeUpBenchmark.countDownToWaiterReturn",

@@ -31,7 +31,7 @@ public final class ScaleReport {
 
     /** What one implementation cost, counted by the server. */
     record Counts(Impl impl, Renewal renewal, Pair pair, PairCost pairCost, Waiters waiters, List<Contention> contention,
-                  SemaphoreCounts semaphore, List<Heap> heap) {
+                  SemaphoreCounts semaphore, SemaphoreCounts semaphoreHeld, List<Heap> heap) {
     }
 
     /**
@@ -48,7 +48,10 @@ public final class ScaleReport {
                       double largestShare, double longestWaitMs) {
     }
 
-    /** 8 threads of one client on a semaphore of 4 permits: acquire+release per second and commands per pair. */
+    /**
+     * 8 threads of one client on a semaphore of 4 permits: acquire+release per second and commands
+     * per pair, each permit released at once or held {@value #HOLD_MICROS} µs (a throttled call's shape).
+     */
     record SemaphoreCounts(double perSecond, double commandsPerOp) {
     }
 
@@ -99,8 +102,9 @@ public final class ScaleReport {
             if (pairCostOnly) {
                 pairCost(redis, impl);
             } else if (semaphoreOnly) {
-                semaphoreCounts(redis, impl); // warm-up
-                semaphoreCounts(redis, impl);
+                semaphoreCounts(redis, impl, 0); // warm-up
+                semaphoreCounts(redis, impl, 0);
+                semaphoreCounts(redis, impl, HOLD_MICROS);
             } else if (contentionOnly) {
                 for (String kind : List.of("lock", "fair")) {
                     contention(redis, impl, kind, 4, 64, 20);
@@ -124,13 +128,14 @@ public final class ScaleReport {
             contention.add(contention(redis, impl, kind, 4, 64, 20));
             contention.add(contention(redis, impl, kind, 2, 4, 250)); // for its CPU per acquisition
         }
-        semaphoreCounts(redis, impl); // warm-up: a cold JVM made the first count's rate Redisson's
-        SemaphoreCounts semaphore = semaphoreCounts(redis, impl);
+        semaphoreCounts(redis, impl, 0); // warm-up: a cold JVM made the first count's rate Redisson's
+        SemaphoreCounts semaphore = semaphoreCounts(redis, impl, 0);
+        SemaphoreCounts semaphoreHeld = semaphoreCounts(redis, impl, HOLD_MICROS);
         List<Heap> heap = new ArrayList<>();
         for (int n : List.of(100, 1_000, 10_000)) {
             heap.add(heapPerWaiter(redis, impl, n, Math.min(n, 1_000)));
         }
-        return new Counts(impl, renewal, pair, pairCost, waiters, contention, semaphore, heap);
+        return new Counts(impl, renewal, pair, pairCost, waiters, contention, semaphore, semaphoreHeld, heap);
     }
 
     private static Contention contention(RedisForBenchmarks.Target redis, Impl impl, String kind, int clientCount,
@@ -292,7 +297,10 @@ public final class ScaleReport {
         return n;
     }
 
-    private static SemaphoreCounts semaphoreCounts(RedisForBenchmarks.Target redis, Impl impl) throws Exception {
+    /** How long the held semaphore scenario keeps each permit. */
+    static final int HOLD_MICROS = 200;
+
+    private static SemaphoreCounts semaphoreCounts(RedisForBenchmarks.Target redis, Impl impl, long holdMicros) throws Exception {
         redis.command("FLUSHALL");
         int threads = 8;
         int perThread = 2_500;
@@ -312,6 +320,9 @@ public final class ScaleReport {
                     try {
                         for (int i = 0; i < perThread; i++) {
                             permits.acquire();
+                            if (holdMicros > 0) {
+                                java.util.concurrent.locks.LockSupport.parkNanos(holdMicros * 1_000);
+                            }
                             permits.release();
                         }
                     } finally {
@@ -338,12 +349,13 @@ public final class ScaleReport {
                     breakdown.append(String.format(" %s %.2f", command, n / (double) ops));
                 }
             });
-            System.out.printf("%-9s semaphore: commands per acquire+release by name:%s%n", impl, breakdown);
+            String held = holdMicros > 0 ? ", each permit held " + holdMicros + " us" : "";
+            System.out.printf("%-9s semaphore%s: commands per acquire+release by name:%s%n", impl, held, breakdown);
             SemaphoreCounts result = new SemaphoreCounts(ops / (elapsed / 1e9), commands / (double) ops);
-            System.out.printf("%-9s semaphore, 4 permits x 8 threads: %.0f acquire+release/s, %.2f commands each%s%n",
-                    impl, result.perSecond(), result.commandsPerOp(), finished ? "" : ", NOT FINISHED within 240 s");
-            System.out.printf("%-9s semaphore: CPU per acquire+release: redis-server %.0f us, this JVM %.0f us; wall %.0f us%n",
-                    impl, redisCpu * 1e6 / ops, clientCpu / 1e3 / ops, elapsed / 1e3 / ops);
+            System.out.printf("%-9s semaphore, 4 permits x 8 threads%s: %.0f acquire+release/s, %.2f commands each%s%n",
+                    impl, held, result.perSecond(), result.commandsPerOp(), finished ? "" : ", NOT FINISHED within 240 s");
+            System.out.printf("%-9s semaphore%s: CPU per acquire+release: redis-server %.0f us, this JVM %.0f us; wall %.0f us%n",
+                    impl, held, redisCpu * 1e6 / ops, clientCpu / 1e3 / ops, elapsed / 1e3 / ops);
             return result;
         }
     }

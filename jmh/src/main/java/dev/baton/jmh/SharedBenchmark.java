@@ -59,6 +59,17 @@ public class SharedBenchmark {
         readLock.unlock();
     }
 
+    /**
+     * Acquire, hold 200 µs, release: one permit of 4, by 8 threads, the shape of calls throttled
+     * by the semaphore, where waiters park while permits are held.
+     */
+    @Benchmark
+    public void semaphore4Permits8ThreadsHeld200us() throws InterruptedException {
+        semaphore.acquire();
+        java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+        semaphore.release();
+    }
+
     /** Acquire + release of one permit of 4, by 8 threads. */
     @Benchmark
     public void semaphore4Permits8Threads() throws InterruptedException {
