@@ -114,10 +114,10 @@ class SimulationTest {
             // The in-client hand-off is a state of its own: a run that never reached it checked nothing of it.
             assertTrue(handed > 0, "no semaphore grant was handed over in the client in " + seeds + " seeds");
         }
-        System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants (%d handed over"
-                        + " in the client), %d events, no violation (%d seeds met a late copy of a release or an acquire, which"
-                        + " Baton cannot promise), in %d ms%n", kind,
-                seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants, handed, steps, cannotPromise,
+        System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants%s, %d events,"
+                        + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n",
+                kind, seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants,
+                kind.equals("semaphore") ? " (" + handed + " handed over in the client)" : "", steps, cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }
 

@@ -22,7 +22,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   attempt ── granted ──────────────────────────────────────────────► done (true)
  *      │ refused, no time left ──────────────────────────────────────► done (false)
  *      │ refused, first time: subscribe to the channel, then attempt again (a release
- *      │   between the first attempt and the SUBSCRIBE would otherwise be missed)
+ *      │   between the first attempt and the SUBSCRIBE would otherwise be missed); a semaphore
+ *      │   whose channel was subscribed already as the attempt was sent, and has carried no
+ *      │   message since, parks at once instead (nothing can have been missed)
  *      │ failed on the connection (reset, reconnecting, no answer in time), and the wait has
  *      │   a budget with time left: undo the attempt, pause briefly, attempt again
  *      └ refused again: park until a message rings, the holder's TTL runs out or the
@@ -117,6 +119,16 @@ final class AcquireEngine {
          * ({@link Acquisition#handOff}). Called at every park.
          */
         default void parking(Acquisition acquisition) {
+        }
+
+        /**
+         * Whether a refused first attempt may park at once when the channel was subscribed before
+         * it was sent and has carried nothing since: the attempt's refusal is then as fresh as a
+         * second attempt's would be. Only for recipes whose attempt means the same subscribed or
+         * not (not the latch: it trusts only a count read while subscribed).
+         */
+        default boolean parksOnAQuietChannel() {
+            return false;
         }
 
         /** The tag this acquisition's waiter answers to, for {@link WakeRule#TAGGED}. */
@@ -237,6 +249,8 @@ final class AcquireEngine {
         private volatile boolean handedInline;
         private volatile CompletableFuture<?> cleanup = DONE;
         private int failures;
+        /** The channel as the first attempt was sent, when subscribed then (see Attempt.parksOnAQuietChannel). */
+        private PubSubService.Mark mark;
         /** Whether the loop has run (an acquisition that ended waiting for its turn left nothing in Redis to leave). */
         private volatile boolean attempted;
 
@@ -465,6 +479,9 @@ final class AcquireEngine {
                         attempt.messageSeen(message);
                     }
                 }
+                if (s == null && channel != null && attempt.parksOnAQuietChannel()) {
+                    mark = pubSub.mark(channel); // before the attempt is sent
+                }
                 tried = attempt.attempt();
             } catch (RuntimeException e) {
                 finish(false, e);
@@ -518,15 +535,23 @@ final class AcquireEngine {
                 finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
                 return;
             }
+            long ttlNanos = TimeUnit.MILLISECONDS.toNanos(outcome.retryAfterMs() >= 0 ? outcome.retryAfterMs() : UNKNOWN_TTL_RECHECK_MS);
             if (subscription == null && channel != null) {
-                subscribe();
+                subscribe(Math.min(remaining, ttlNanos));
                 return;
             }
-            long ttlNanos = TimeUnit.MILLISECONDS.toNanos(outcome.retryAfterMs() >= 0 ? outcome.retryAfterMs() : UNKNOWN_TTL_RECHECK_MS);
             park(Math.min(remaining, ttlNanos));
         }
 
-        private void subscribe() {
+        /**
+         * Joins the channel after a refusal, then attempts again once the subscription is
+         * confirmed; or, when the channel was subscribed as the refused attempt was sent and has
+         * carried nothing since (Attempt.parksOnAQuietChannel), parks at once for {@code quietParkNanos}:
+         * any release after the attempt rings this waiter as it would ring one already parked.
+         */
+        private void subscribe(long quietParkNanos) {
+            PubSubService.Mark before = mark;
+            mark = null;
             PubSubService.Subscription s;
             try {
                 s = pubSub.subscribe(channel, wakeRule, attempt.waiterTag());
@@ -535,6 +560,11 @@ final class AcquireEngine {
                 return;
             }
             subscription = s;
+            if (s.quietSince(before)) {
+                attempt.subscribed();
+                park(quietParkNanos);
+                return;
+            }
             // The deadline does not wait for the subscription: if SUBSCRIBE is still unconfirmed
             // then (the pub/sub connection reconnecting), the last attempt goes out at the
             // deadline, so a wait with a budget still ends within the budget + the command

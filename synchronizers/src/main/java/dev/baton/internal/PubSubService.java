@@ -163,6 +163,9 @@ final class PubSubService implements AutoCloseable {
         lock.lock();
         try {
             channel = channels.get(channelName);
+            if (channel != null) {
+                channel.heard++; // under the lock, so a waiter joining after it counts it (see mark)
+            }
         } finally {
             lock.unlock();
         }
@@ -180,6 +183,12 @@ final class PubSubService implements AutoCloseable {
             lock.unlock();
         }
         if (channel != null && channel.subscribedEvents.incrementAndGet() > 1) {
+            lock.lock();
+            try {
+                channel.heard++;
+            } finally {
+                lock.unlock();
+            }
             // A re-subscription after a reconnect (the first event confirms our own SUBSCRIBE):
             // messages sent meanwhile are lost, so every waiter re-checks.
             log.debug("re-subscribed to {} after a reconnect; waking its waiters to re-check", channelName);
@@ -230,15 +239,56 @@ final class PubSubService implements AutoCloseable {
         }
     }
 
+    /**
+     * What a channel had heard at one instant, while it was subscribed: {@link #mark(String)}.
+     *
+     * @param channel the channel object (a channel left by its last waiter and subscribed again
+     *                is another object, with messages missed in between)
+     * @param heard   its count of messages and re-subscriptions then
+     */
+    record Mark(Object channel, long heard) {
+    }
+
+    /**
+     * The channel's state now, if it is subscribed and confirmed: a waiter that joins it later
+     * with the same count ({@link Subscription#quietSince}) has missed nothing published since
+     * this instant. {@code null} if the channel is not subscribed or not confirmed.
+     */
+    Mark mark(String channelName) {
+        lock.lock();
+        try {
+            Channel channel = channels.get(channelName);
+            CompletableFuture<Void> ready = channel == null ? null : channel.ready;
+            if (ready == null || !ready.isDone() || ready.isCompletedExceptionally()) {
+                return null;
+            }
+            return new Mark(channel, channel.heard);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** One waiter's registration on a channel; {@link #close()} leaves it. */
     final class Subscription {
         private final Channel channel;
         private final Waiter waiter;
         private final AtomicBoolean left = new AtomicBoolean();
+        /** What the channel had heard when this waiter joined (under the lock). */
+        private final long heardAtJoin;
 
         private Subscription(Channel channel, Waiter waiter) {
             this.channel = channel;
             this.waiter = waiter;
+            this.heardAtJoin = channel.heard;
+        }
+
+        /**
+         * Whether this waiter joined the same subscribed channel as {@code mark} with nothing heard
+         * in between: every message published after the mark's instant rings it (or rang it as a
+         * waiter), as if it had joined then.
+         */
+        boolean quietSince(Mark mark) {
+            return mark != null && mark.channel() == channel && mark.heard() == heardAtJoin;
         }
 
         /** Completes when the channel's SUBSCRIBE is confirmed by Redis. */
@@ -273,6 +323,8 @@ final class PubSubService implements AutoCloseable {
         private final ConcurrentHashMap<String, List<Waiter>> byTag = new ConcurrentHashMap<>();
         volatile CompletableFuture<Void> ready;
         final AtomicInteger subscribedEvents = new AtomicInteger();
+        /** Messages and re-subscriptions seen so far; read and written under the service's lock. */
+        long heard;
 
         Channel(String name, WakeRule wakeRule) {
             this.name = name;

@@ -289,6 +289,11 @@ final class RedisSemaphore implements BatonSemaphore {
         }
 
         @Override
+        public boolean parksOnAQuietChannel() {
+            return true;
+        }
+
+        @Override
         public void parking(AcquireEngine.Acquisition acquisition) {
             if (!offered) {
                 offered = true;

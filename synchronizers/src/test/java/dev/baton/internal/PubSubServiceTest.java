@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * How the shared pub/sub service hands a message to its waiters, on a real Redis: PUBLISH from
@@ -83,5 +84,40 @@ class PubSubServiceTest {
         subs.get(1).close().get(10, TimeUnit.SECONDS); // leaves without acting on its ring
         bells.get(2).get(10, TimeUnit.SECONDS);
         assertFalse(bells.get(3).isDone(), "a passed-on ring reached two waiters");
+    }
+
+    /**
+     * A semaphore's refused first attempt parks at once only if the channel it then joins is the
+     * one that was subscribed and confirmed before the attempt was sent, with nothing heard since
+     * (AcquireEngine's quiet-channel path): a message handled in between, a channel left and
+     * subscribed again, or one not yet confirmed all send it to attempt again instead.
+     */
+    @Test
+    void aWaiterJoiningASubscribedChannelIsQuietOnlyIfNothingWasHeardSinceTheMark() throws Exception {
+        assertNull(pubSub.mark("quiet"), "not subscribed: no mark");
+        PubSubService.Subscription first = pubSub.subscribe("quiet", WakeRule.BY_COUNT);
+        first.ready().get(10, TimeUnit.SECONDS);
+
+        PubSubService.Mark calm = pubSub.mark("quiet");
+        PubSubService.Subscription joinedQuietly = pubSub.subscribe("quiet", WakeRule.BY_COUNT);
+        assertTrue(joinedQuietly.quietSince(calm), "nothing heard between the mark and the join");
+
+        PubSubService.Mark beforeMessage = pubSub.mark("quiet");
+        CompletableFuture<Void> rung = first.waiter().park();
+        redis.command("PUBLISH", "quiet", "1");
+        rung.get(10, TimeUnit.SECONDS); // handled: the channel counted it before ringing anyone
+        PubSubService.Subscription joinedAfterMessage = pubSub.subscribe("quiet", WakeRule.BY_COUNT);
+        assertFalse(joinedAfterMessage.quietSince(beforeMessage), "a message came between the mark and the join");
+        assertFalse(joinedAfterMessage.quietSince(null), "no mark, nothing promised");
+
+        PubSubService.Mark beforeLeaving = pubSub.mark("quiet");
+        for (PubSubService.Subscription s : List.of(first, joinedQuietly, joinedAfterMessage)) {
+            s.close().get(10, TimeUnit.SECONDS);
+        }
+        assertNull(pubSub.mark("quiet"), "left by every waiter: not subscribed");
+        PubSubService.Subscription again = pubSub.subscribe("quiet", WakeRule.BY_COUNT);
+        again.ready().get(10, TimeUnit.SECONDS);
+        assertFalse(again.quietSince(beforeLeaving), "subscribed again: messages in between were never heard");
+        again.close().get(10, TimeUnit.SECONDS);
     }
 }
