@@ -41,9 +41,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * up meanwhile.
  *
  * Exits and their clean-up, each handled here and nowhere else:
- *   - granted: unsubscribe, once the caller has been told (the one clean-up that may follow the
- *     delivery: it goes on the subscription connection, with no order to keep against the
- *     caller's commands);
+ *   - granted: unsubscribe;
  *   - deadline: one last attempt at the deadline, then false; leave the queue; unsubscribe;
  *   - given up (an interrupt, or the caller completing the result or its derived future: cancel,
  *     orTimeout, completeOnTimeout, complete): the engine stops at its next step; a grant that
@@ -675,7 +673,7 @@ final class AcquireEngine {
                 addCleanup(attempt.leave());
             }
             PubSubService.Subscription s = subscription;
-            if (s != null && !granted) {
+            if (s != null) {
                 addCleanup(s.close());
             }
             // The observer hears before the caller does, so what it records (a meter, a span's
@@ -696,12 +694,6 @@ final class AcquireEngine {
             if (granted && !delivered) {
                 // The caller cancelled the result future between our grant and now.
                 addCleanup(attempt.releaseGranted());
-            }
-            if (s != null && granted) {
-                // After the delivery: a granted caller does not wait for the UNSUBSCRIBE to be
-                // written. It goes on the subscription connection, so it has no order to keep with
-                // the caller's next command; a wait that ends without a grant leaves first.
-                addCleanup(s.close());
             }
             settled.complete(null);
             // The caller hears at once; clean-up replies are awaited in the background.
