@@ -134,6 +134,8 @@ abstract class Simulation {
     long operations;
     /** Grants a client made without Redis (the semaphore's hand-off), counted at the end. */
     long handedInClient;
+    /** Semaphore waits that parked after one refused attempt, their channel quiet since it was sent. */
+    long quietParks;
     private final long runNanos;
     /** Set when the run ends: actors finish what they are doing and stop. */
     boolean stopping;

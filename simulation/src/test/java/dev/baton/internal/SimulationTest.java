@@ -72,6 +72,7 @@ class SimulationTest {
         long grants = 0;
         long operations = 0;
         long handed = 0;
+        long quiet = 0;
         long steps = 0;
         Map<String, Integer> findings = new TreeMap<>();
         long cannotPromise = 0;
@@ -81,6 +82,7 @@ class SimulationTest {
             grants += sim.grants;
             operations += sim.operations;
             handed += sim.handedInClient;
+            quiet += sim.quietParks;
             steps += sim.world.steps();
             if (!sim.cannotPromise.isEmpty() && cannotPromise++ == 0) {
                 System.out.println("[sim " + kind + "] seed " + seed + " met what Baton cannot promise (a late copy of a"
@@ -113,11 +115,13 @@ class SimulationTest {
         if (kind.equals("semaphore")) {
             // The in-client hand-off is a state of its own: a run that never reached it checked nothing of it.
             assertTrue(handed > 0, "no semaphore grant was handed over in the client in " + seeds + " seeds");
+            assertTrue(quiet > 0, "no semaphore wait parked on a quiet channel in " + seeds + " seeds");
         }
         System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants%s, %d events,"
                         + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n",
                 kind, seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants,
-                kind.equals("semaphore") ? " (" + handed + " handed over in the client)" : "", steps, cannotPromise,
+                kind.equals("semaphore") ? " (" + handed + " handed over in the client; " + quiet + " waits parked on a quiet"
+                        + " channel after one attempt)" : "", steps, cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }
 

@@ -640,8 +640,8 @@ final class AcquireEngine {
                     }
                     return;
                 }
-                if (waiter != null) {
-                    waiter.consume();
+                if (waiter != null && !cancelled) {
+                    waiter.consume(); // a cancelled wait keeps its ring: leaving passes it on
                 }
                 step();
             }));

@@ -68,6 +68,8 @@ final class PubSubService implements AutoCloseable {
     private final CommandExecutor executor;
     private final Map<String, Channel> channels = new HashMap<>();
     private final AtomicLong arrivals = new AtomicLong();
+    /** Waiters that joined a channel quiet since their mark (for tests and the simulation's coverage). */
+    private final AtomicLong quietJoins = new AtomicLong();
     private boolean closed;
     /**
      * Guards {@link #channels} and {@link #closed}. A j.u.c. lock, not a monitor: SUBSCRIBE and
@@ -146,6 +148,11 @@ final class PubSubService implements AutoCloseable {
             sent = CompletableFuture.failedFuture(e);
         }
         return executor.bounded(sent, "SUBSCRIBE " + channelName, channelName);
+    }
+
+    /** How many waiters joined a channel quiet since their mark, so far (for tests and the simulation). */
+    long quietJoins() {
+        return quietJoins.get();
     }
 
     /** How many channels this client is subscribed to now (for tests and inspection). */
@@ -250,7 +257,8 @@ final class PubSubService implements AutoCloseable {
     }
 
     /**
-     * The channel's state now, if it is subscribed and confirmed: a waiter that joins it later
+     * The channel's state now, if it is subscribed and Redis has confirmed it (the SUBSCRIBE's
+     * reply and its subscribed event): a waiter that joins it later
      * with the same count ({@link Subscription#quietSince}) has missed nothing published since
      * this instant. {@code null} if the channel is not subscribed or not confirmed.
      */
@@ -259,7 +267,11 @@ final class PubSubService implements AutoCloseable {
         try {
             Channel channel = channels.get(channelName);
             CompletableFuture<Void> ready = channel == null ? null : channel.ready;
-            if (ready == null || !ready.isDone() || ready.isCompletedExceptionally()) {
+            // Confirmed by Redis's own event too: in a cluster, a sharded SUBSCRIBE answered MOVED
+            // while the channel was already being moved to its new node completes `ready` before
+            // the new node has confirmed anything (a review found a waiter parked through a
+            // release then).
+            if (ready == null || !ready.isDone() || ready.isCompletedExceptionally() || channel.subscribedEvents.get() == 0) {
                 return null;
             }
             return new Mark(channel, channel.heard);
@@ -288,7 +300,11 @@ final class PubSubService implements AutoCloseable {
          * waiter), as if it had joined then.
          */
         boolean quietSince(Mark mark) {
-            return mark != null && mark.channel() == channel && mark.heard() == heardAtJoin;
+            boolean quiet = mark != null && mark.channel() == channel && mark.heard() == heardAtJoin;
+            if (quiet) {
+                quietJoins.incrementAndGet();
+            }
+            return quiet;
         }
 
         /** Completes when the channel's SUBSCRIBE is confirmed by Redis. */
