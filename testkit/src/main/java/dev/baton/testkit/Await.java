@@ -12,6 +12,16 @@ public final class Await {
     private Await() {
     }
 
+    /** Waits until {@code condition} holds or {@code timeout} passes; whether it held. */
+    public static boolean holdsWithin(Duration timeout, BooleanSupplier condition) {
+        try {
+            until(timeout, () -> "", condition);
+            return true;
+        } catch (AssertionError e) {
+            return false;
+        }
+    }
+
     /** Waits until {@code condition} holds; fails naming {@code what} when {@code timeout} passes first. */
     public static void until(Duration timeout, Supplier<String> what, BooleanSupplier condition) {
         long deadline = System.nanoTime() + timeout.toNanos();
