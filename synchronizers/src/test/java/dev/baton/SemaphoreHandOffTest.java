@@ -186,4 +186,36 @@ class SemaphoreHandOffTest extends TwoClientsTest {
             assertEquals(1, semaphore.availablePermits(), "round " + round);
         }
     }
+
+    /**
+     * A release's message rings the oldest waiters, whatever they ask for: one that cannot use
+     * what is free passes its wake-up on to the next younger one, which can, instead of leaving
+     * it to wait for its 5 s re-check.
+     */
+    @Test
+    void aWaiterRungForPermitsItCannotUsePassesTheWakeUpToAYoungerOneThatCan() throws Exception {
+        BatonSemaphore semaphore = a.semaphore("mixed");
+        assertTrue(semaphore.trySetPermits(0));
+        Future<?> wantsThree = threads.submit(() -> {
+            semaphore.acquire(3);
+            return null;
+        });
+        awaitParked(a, "mixed", 1);
+        Future<?> wantsOne = threads.submit(() -> {
+            semaphore.acquire(1);
+            return null;
+        });
+        awaitParked(a, "mixed", 2);
+        long released = System.nanoTime();
+        b.semaphore("mixed").release(1); // another client: to Redis, announced as "1"
+        wantsOne.get(10, TimeUnit.SECONDS);
+        long took = System.nanoTime() - released;
+        assertTrue(took <= dev.baton.testkit.Bounds.within(dev.baton.testkit.Bounds.WAKE).toNanos(),
+                "the wait for one permit went on " + took / 1_000_000 + " ms after the release (1 s + margin)");
+        assertFalse(wantsThree.isDone());
+        b.semaphore("mixed").release(3);
+        wantsThree.get(10, TimeUnit.SECONDS);
+        semaphore.release(4);
+        assertEquals(4, semaphore.availablePermits());
+    }
 }

@@ -14,8 +14,10 @@
 --
 -- Reply    {1, left}    taken (now or by an earlier copy of this request); left = permits
 --                       available after this call
---          {0, exists}  refused, not enough permits (or this request was cancelled); exists =
---                       1 if the semaphore exists, else 0
+--          {0, exists, available}  refused, not enough permits (or this request was
+--                       cancelled); exists = 1 if the semaphore exists, else 0; available = the
+--                       permits free now (a waiter woken for permits it cannot use passes its
+--                       wake-up on when some are free)
 --          error WRONGTYPE (from GET) when the name holds something other than a string
 -- Publishes nothing.
 --
@@ -34,4 +36,4 @@ local seen = redis.call('get', KEYS[2])
 if seen == 'taken' then
   return {1, tonumber(value or '0')}
 end
-return {0, value and 1 or 0}
+return {0, value and 1 or 0, tonumber(value or '0')}

@@ -97,11 +97,11 @@ class SemaphoreScriptsTest {
 
     @Test
     void acquireTakesOnlyWhatIsThereAndSaysWhetherTheSemaphoreExists() {
-        assertEquals(List.of(0L, 0L), acquire("1", id()), "absent: 0 permits");
+        assertEquals(List.of(0L, 0L, 0L), acquire("1", id()), "absent: 0 permits");
         assertEquals(1L, trySet("3", id()));
         assertEquals(0L, trySet("9", id()));
         assertEquals(List.of(1L, 1L), acquire("2", id()));
-        assertEquals(List.of(0L, 1L), acquire("2", id()), "exists, not enough");
+        assertEquals(List.of(0L, 1L, 1L), acquire("2", id()), "exists, not enough: 1 free");
         assertEquals(3L, add("2", id()));
         assertEquals(3L, run(Script.SEMAPHORE_DRAIN, List.of("sem")));
         assertEquals("0", redis.command("GET", "sem"), "drained, still there");
@@ -154,10 +154,10 @@ class SemaphoreScriptsTest {
         assertEquals(1L, cancel("2", ran), "it had run: permits back");
         assertEquals(0L, cancel("2", ran), "cancelled once only");
         assertEquals("3", redis.command("GET", "sem"));
-        assertEquals(List.of(0L, 1L), acquire("2", ran), "a copy arriving after the cancel takes nothing");
+        assertEquals(List.of(0L, 1L, 3L), acquire("2", ran), "a copy arriving after the cancel takes nothing");
         String late = id();
         assertEquals(0L, cancel("1", late), "not run yet");
-        assertEquals(List.of(0L, 1L), acquire("1", late), "so it never takes anything");
+        assertEquals(List.of(0L, 1L, 3L), acquire("1", late), "so it never takes anything");
         assertEquals("3", redis.command("GET", "sem"));
         String deleted = id();
         acquire("1", deleted);

@@ -136,6 +136,8 @@ abstract class Simulation {
     long handedInClient;
     /** Semaphore waits that parked after one refused attempt, their channel quiet since it was sent. */
     long quietParks;
+    /** Wake-ups a semaphore wait passed on to a younger one, rung for permits it could not use. */
+    long passedOn;
     private final long runNanos;
     /** Set when the run ends: actors finish what they are doing and stop. */
     boolean stopping;

@@ -28,7 +28,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *      │ failed on the connection (reset, reconnecting, no answer in time), and the wait has
  *      │   a budget with time left: undo the attempt, pause briefly, attempt again
  *      └ refused again: park until a message rings, the holder's TTL runs out or the
- *        deadline comes, whichever is first; then attempt again
+ *        deadline comes, whichever is first; then attempt again; a wait rung for what it cannot
+ *        use (Outcome.leftForOthers: a semaphore's permits, too few for it) passes the ring
+ *        on to the next younger waiter first
  *
  * The uncontended path is exactly one script call: nothing subscribes, nothing is scheduled.
  *
@@ -151,9 +153,17 @@ final class AcquireEngine {
      * @param granted      whether the attempt acquired
      * @param retryAfterMs when refused, how long the holder's lease has left (-1 if unknown);
      *                     a lost wake-up message delays the waiter at most this long
+     * @param leftForOthers when refused, whether something is free that a smaller request could
+     *                     take (a semaphore's permits, too few for this one): a wait woken by a
+     *                     message passes its wake-up on to the next younger waiter, which the
+     *                     message's wake rule may not have rung
      */
-    record Outcome(boolean granted, long retryAfterMs) {
+    record Outcome(boolean granted, long retryAfterMs, boolean leftForOthers) {
         static final Outcome GRANTED = new Outcome(true, 0);
+
+        Outcome(boolean granted, long retryAfterMs) {
+            this(granted, retryAfterMs, false);
+        }
     }
 
     /** When a lease has no TTL to wait for, re-check at least this often. */
@@ -247,6 +257,8 @@ final class AcquireEngine {
         private volatile boolean handedInline;
         private volatile CompletableFuture<?> cleanup = DONE;
         private int failures;
+        /** Whether the step under way was started by a ring of the channel (a message or a passed-on wake-up). */
+        private boolean rung;
         /** The channel as the first attempt was sent, when subscribed then (see Attempt.parksOnAQuietChannel). */
         private PubSubService.Mark mark;
         /** Whether the loop has run (an acquisition that ended waiting for its turn left nothing in Redis to leave). */
@@ -528,6 +540,13 @@ final class AcquireEngine {
                 }
                 return;
             }
+            boolean wokenByRing = rung;
+            rung = false;
+            if (wokenByRing && outcome.leftForOthers() && subscription != null) {
+                // Rung for what this wait cannot use (a semaphore's count rings the oldest
+                // waiters, whatever they ask for): a younger waiter may be able to.
+                subscription.passOn();
+            }
             long remaining = remainingNanos();
             if (remaining <= 0 || cancelled) {
                 finish(false, cancelled ? new CancellationException("acquisition cancelled") : null);
@@ -641,6 +660,7 @@ final class AcquireEngine {
                     return;
                 }
                 if (waiter != null && !cancelled) {
+                    rung = waiter.hasPendingSignal();
                     waiter.consume(); // a cancelled wait keeps its ring: leaving passes it on
                 }
                 step();

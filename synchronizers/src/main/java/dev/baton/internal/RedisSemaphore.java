@@ -340,7 +340,8 @@ final class RedisSemaphore implements BatonSemaphore {
                             cancel(attemptKey, "cancelling a refused acquire whose earlier copy may still run");
                         }
                         deletion.check(name, (Long) reply.get(1) == 1L);
-                        return new AcquireEngine.Outcome(false, SemaphoreWaits.RECHECK_MS);
+                        boolean somethingFree = reply.size() > 2 && (Long) reply.get(2) > 0;
+                        return new AcquireEngine.Outcome(false, SemaphoreWaits.RECHECK_MS, somethingFree);
                     });
         }
 
