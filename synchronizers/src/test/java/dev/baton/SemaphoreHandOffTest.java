@@ -218,4 +218,52 @@ class SemaphoreHandOffTest extends TwoClientsTest {
         semaphore.release(4);
         assertEquals(4, semaphore.availablePermits());
     }
+
+    /**
+     * The wake-up is passed only to a wait the free permits would serve: a release of one
+     * permit with ten waits for two each parked costs the release and one refused attempt, not
+     * a walk through the queue (a review found a pass to every younger waiter in turn).
+     */
+    @Test
+    void aReleaseTooSmallForEveryWaiterWakesOneNotTheQueue() throws Exception {
+        BatonSemaphore semaphore = a.semaphore("queue-of-twos");
+        assertTrue(semaphore.trySetPermits(0));
+        List<Future<?>> waiters = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            waiters.add(threads.submit(() -> {
+                semaphore.acquire(2);
+                return null;
+            }));
+        }
+        b.semaphore("warm-up").release(1); // the release script cached, so no NOSCRIPT and EVAL below
+        awaitParked(a, "queue-of-twos", 10);
+        awaitQuietScripts();
+        redis.command("CONFIG", "RESETSTAT");
+        b.semaphore("queue-of-twos").release(1); // to Redis, announced as "1": rings the oldest
+        awaitQuietScripts();
+        assertTrue(scriptCalls() <= 2, "the release and one refused attempt, not the queue's: " + scriptCalls());
+        b.semaphore("queue-of-twos").release(19);
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals(0, semaphore.availablePermits());
+    }
+
+    /** Waits until no script has run for 200 ms: every attempt under way has landed. */
+    private void awaitQuietScripts() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long last = scriptCalls();
+        long quietSince = System.nanoTime();
+        while (System.nanoTime() - quietSince < TimeUnit.MILLISECONDS.toNanos(200)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("scripts never went quiet: " + scriptCalls());
+            }
+            Thread.sleep(10); // polling the server's counts: quiet has no signal
+            long now = scriptCalls();
+            if (now != last) {
+                last = now;
+                quietSince = System.nanoTime();
+            }
+        }
+    }
 }

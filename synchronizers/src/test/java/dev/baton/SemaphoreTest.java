@@ -166,9 +166,11 @@ class SemaphoreTest extends TwoClientsTest {
                 return null;
             }));
         }
-        // Each waiter tries once, subscribes, and tries once more before it parks: 8 calls.
-        // Then wait for quiet, so every waiter has handled its last reply and is parked.
-        awaitCalls("evalsha", 8);
+        // Each waiter tries once, subscribes and (unless the channel was already subscribed and
+        // quiet) tries once more before it parks. Wait until all four are parked, then for quiet.
+        dev.baton.internal.ClientRuntime waiters = Runtimes.of(b);
+        Await.until(Duration.ofSeconds(10), () -> "four waiters parked (" + waiters.semaphoreWaitersParked("gate") + ")",
+                () -> waiters.semaphoreWaitersParked("gate") == 4);
         awaitQuiet("evalsha");
         redis.command("CONFIG", "RESETSTAT");
         a.semaphore("gate").release(2);
@@ -228,16 +230,6 @@ class SemaphoreTest extends TwoClientsTest {
         assertEquals("a-list", assertThrows(WrongTypeException.class, () -> a.semaphore("a-list").tryAcquire()).key());
         assertThrows(WrongTypeException.class, () -> a.permitExpirableSemaphore("a-list").availablePermits());
         assertEquals(1L, redis.command("LLEN", "a-list"));
-    }
-
-    private void awaitCalls(String command, long atLeast) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (redis.calls(command) < atLeast) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(command + " calls: " + redis.calls(command) + ", expected " + atLeast);
-            }
-            Thread.sleep(5);
-        }
     }
 
     private void awaitQuiet(String command) throws InterruptedException {

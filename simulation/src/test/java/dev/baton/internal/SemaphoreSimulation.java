@@ -49,7 +49,7 @@ final class SemaphoreSimulation extends Simulation {
     void endChecks() {
         handedInClient = clients.stream().mapToLong(c -> c.runtime.permitHandOff().handed()).sum();
         quietParks = clients.stream().mapToLong(c -> c.runtime.pubSub().quietJoins()).sum();
-        passedOn = clients.stream().mapToLong(c -> c.runtime.pubSub().passedOn()).sum();
+        passedOn = clients.stream().mapToLong(c -> c.runtime.permitHandOff().passedOn()).sum();
         Object[] value = world.keyspace().get(NAME);
         String available = value == null ? "missing" : String.valueOf(value[1]);
         if (!Integer.toString(PERMITS).equals(available)) {

@@ -29,8 +29,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *      │   a budget with time left: undo the attempt, pause briefly, attempt again
  *      └ refused again: park until a message rings, the holder's TTL runs out or the
  *        deadline comes, whichever is first; then attempt again; a wait rung for what it cannot
- *        use (Outcome.leftForOthers: a semaphore's permits, too few for it) passes the ring
- *        on to the next younger waiter first
+ *        use (Outcome.leftForOthers: a semaphore's permits, too few for it) first passes the
+ *        ring to a waiter that can (Attempt.passWakeUp)
  *
  * The uncontended path is exactly one script call: nothing subscribes, nothing is scheduled.
  *
@@ -131,6 +131,14 @@ final class AcquireEngine {
             return false;
         }
 
+        /**
+         * This acquisition was rung by a message and refused with something left that a smaller
+         * request could take ({@link Outcome#leftForOthers()}): ring another waiter that can use
+         * it, if the recipe knows one. Never blocks.
+         */
+        default void passWakeUp(Acquisition acquisition) {
+        }
+
         /** The tag this acquisition's waiter answers to, for {@link WakeRule#TAGGED}. */
         default String waiterTag() {
             return null;
@@ -155,7 +163,7 @@ final class AcquireEngine {
      *                     a lost wake-up message delays the waiter at most this long
      * @param leftForOthers when refused, whether something is free that a smaller request could
      *                     take (a semaphore's permits, too few for this one): a wait woken by a
-     *                     message passes its wake-up on to the next younger waiter, which the
+     *                     message passes its wake-up on (Attempt.passWakeUp) to a waiter the
      *                     message's wake rule may not have rung
      */
     record Outcome(boolean granted, long retryAfterMs, boolean leftForOthers) {
@@ -396,6 +404,15 @@ final class AcquireEngine {
             return true;
         }
 
+        /**
+         * Rings this acquisition's doorbell as a message would, if it waits on a channel and has
+         * no ring pending: it attempts again. Whether it was rung.
+         */
+        boolean ring() {
+            PubSubService.Subscription s = subscription;
+            return s != null && s.waiter().signal();
+        }
+
         /** Whether the acquisition is parked between attempts, open to a {@link #handOff}. */
         boolean parkedForHandOff() {
             CompletableFuture<Void> bell = handSlot.get();
@@ -542,10 +559,10 @@ final class AcquireEngine {
             }
             boolean wokenByRing = rung;
             rung = false;
-            if (wokenByRing && outcome.leftForOthers() && subscription != null) {
+            if (wokenByRing && outcome.leftForOthers()) {
                 // Rung for what this wait cannot use (a semaphore's count rings the oldest
-                // waiters, whatever they ask for): a younger waiter may be able to.
-                subscription.passOn();
+                // waiters, whatever they ask for): another waiter may be able to.
+                attempt.passWakeUp(this);
             }
             long remaining = remainingNanos();
             if (remaining <= 0 || cancelled) {
@@ -660,7 +677,8 @@ final class AcquireEngine {
                     return;
                 }
                 if (waiter != null && !cancelled) {
-                    rung = waiter.hasPendingSignal();
+                    // Kept until a refusal uses it, across a connection failure's retry too.
+                    rung |= waiter.hasPendingSignal();
                     waiter.consume(); // a cancelled wait keeps its ring: leaving passes it on
                 }
                 step();

@@ -60,6 +60,7 @@ final class PermitHandOff {
     private final ConcurrentHashMap<String, Line> lines = new ConcurrentHashMap<>();
     /** Acquisitions granted by a hand-off so far (for tests and the simulation's coverage). */
     private final java.util.concurrent.atomic.AtomicLong handed = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong passedOn = new java.util.concurrent.atomic.AtomicLong();
 
     /** Registers {@code parked} for hand-offs on semaphore {@code name} until its acquisition settles. */
     void parked(String name, Parked parked) {
@@ -114,6 +115,32 @@ final class PermitHandOff {
 
     private void dropIfIdle(String name) {
         lines.computeIfPresent(name, (k, line) -> line.idle() ? null : line);
+    }
+
+    /**
+     * A wait of {@code self} was rung by a message and refused while {@code free} permits were
+     * free, too few for it: rings the oldest other acquisition of semaphore {@code name} parked
+     * on this client that asks for no more than {@code free} and has no ring pending. Only one
+     * that fits, so a message costs at most one more attempt per refusal it meets, not one per
+     * waiter (a review found a pass to every younger waiter in turn made each release of a few
+     * permits wake a whole queue of larger requests).
+     */
+    void passWakeUp(String name, long free, AcquireEngine.Acquisition self) {
+        Line line = lines.get(name);
+        if (line == null) {
+            return;
+        }
+        for (Parked p : line.parked) {
+            if (p.acquisition() != self && p.permits() <= free && p.acquisition().ring()) {
+                passedOn.incrementAndGet();
+                return;
+            }
+        }
+    }
+
+    /** How many wake-ups were passed on (for the simulation's coverage). */
+    long passedOn() {
+        return passedOn.get();
     }
 
     /** How many acquisitions were granted by a hand-off on this client (for tests). */

@@ -70,8 +70,6 @@ final class PubSubService implements AutoCloseable {
     private final AtomicLong arrivals = new AtomicLong();
     /** Waiters that joined a channel quiet since their mark (for tests and the simulation's coverage). */
     private final AtomicLong quietJoins = new AtomicLong();
-    /** Wake-ups passed on to a younger waiter (for the simulation's coverage). */
-    private final AtomicLong passedOn = new AtomicLong();
     private boolean closed;
     /**
      * Guards {@link #channels} and {@link #closed}. A j.u.c. lock, not a monitor: SUBSCRIBE and
@@ -155,11 +153,6 @@ final class PubSubService implements AutoCloseable {
     /** How many waiters joined a channel quiet since their mark, so far (for tests and the simulation). */
     long quietJoins() {
         return quietJoins.get();
-    }
-
-    /** How many wake-ups were passed on to a younger waiter, so far (for the simulation). */
-    long passedOn() {
-        return passedOn.get();
     }
 
     /** How many channels this client is subscribed to now (for tests and inspection). */
@@ -323,22 +316,6 @@ final class PubSubService implements AutoCloseable {
             return waiter;
         }
 
-        /**
-         * Rings the next waiter younger than this one that has no ring pending: this one was
-         * rung for something it cannot use. Each pass goes to a younger waiter, so a chain of
-         * them ends with the channel's youngest.
-         */
-        void passOn() {
-            lock.lock();
-            try {
-                if (channel.wakeYoungerThan(waiter.arrival())) {
-                    passedOn.incrementAndGet();
-                }
-            } finally {
-                lock.unlock();
-            }
-        }
-
         /** Leaves the channel; completes when any UNSUBSCRIBE it caused is confirmed. */
         CompletableFuture<Void> close() {
             if (!left.compareAndSet(false, true)) {
@@ -417,16 +394,6 @@ final class PubSubService implements AutoCloseable {
                     waiter.signal();
                 }
             }
-        }
-
-        /** Rings the oldest waiter younger than {@code arrival} that has no ring pending; whether there was one. */
-        boolean wakeYoungerThan(long arrival) {
-            for (Waiter waiter : waiters.tailMap(arrival, false).values()) {
-                if (waiter.signal()) {
-                    return true;
-                }
-            }
-            return false;
         }
 
         /**

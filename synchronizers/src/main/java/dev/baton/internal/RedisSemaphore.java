@@ -282,10 +282,17 @@ final class RedisSemaphore implements BatonSemaphore {
         private boolean offered;
         /** The request key of the latest attempt. */
         private String key;
+        /** The permits free at the latest refusal. */
+        private volatile long free;
 
         PermitsAttempt(int permits, boolean blocking) {
             this.permits = permits;
             this.blocking = blocking;
+        }
+
+        @Override
+        public void passWakeUp(AcquireEngine.Acquisition acquisition) {
+            services.permitHandOff().passWakeUp(name, free, acquisition);
         }
 
         @Override
@@ -340,8 +347,8 @@ final class RedisSemaphore implements BatonSemaphore {
                             cancel(attemptKey, "cancelling a refused acquire whose earlier copy may still run");
                         }
                         deletion.check(name, (Long) reply.get(1) == 1L);
-                        boolean somethingFree = reply.size() > 2 && (Long) reply.get(2) > 0;
-                        return new AcquireEngine.Outcome(false, SemaphoreWaits.RECHECK_MS, somethingFree);
+                        free = reply.size() > 2 ? (Long) reply.get(2) : 0;
+                        return new AcquireEngine.Outcome(false, SemaphoreWaits.RECHECK_MS, free > 0);
                     });
         }
 
