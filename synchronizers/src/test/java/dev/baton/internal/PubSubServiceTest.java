@@ -97,6 +97,10 @@ class PubSubServiceTest {
         assertNull(pubSub.mark("quiet"), "not subscribed: no mark");
         PubSubService.Subscription first = pubSub.subscribe("quiet", WakeRule.BY_COUNT);
         first.ready().get(10, TimeUnit.SECONDS);
+        // A mark needs Redis's subscribed event too, which Lettuce 7.5 delivers after the
+        // SUBSCRIBE's own reply completes `ready` (the first CI run of this test met that order).
+        dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(10), () -> "the subscribed event",
+                () -> pubSub.mark("quiet") != null);
 
         PubSubService.Mark calm = pubSub.mark("quiet");
         PubSubService.Subscription joinedQuietly = pubSub.subscribe("quiet", WakeRule.BY_COUNT);
