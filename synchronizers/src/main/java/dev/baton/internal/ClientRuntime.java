@@ -11,6 +11,7 @@ import dev.baton.BatonReadWriteLock;
 import dev.baton.BatonRedLock;
 import dev.baton.BatonSemaphore;
 import dev.baton.HeldLease;
+import dev.baton.lua.Layout;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
@@ -62,8 +63,8 @@ public final class ClientRuntime implements AutoCloseable {
                     options.replicaSyncFailure() == BatonOptions.ReplicaSyncFailure.FAIL);
         }
         this.executor = new CommandExecutor(connections.commands(), connections.async(), scheduler,
-                options.commandTimeout(), sync);
-        this.pubSub = new PubSubService(connections.pubSub(), connections.subscriber().apply(executor), executor);
+                options.commandTimeout(), sync, connections.topology());
+        this.pubSub = new PubSubService(connections.pubSub(), connections.subscriber().apply(scheduler), executor);
         Observer observer = observer(options);
         Leases leases = new Leases(scheduler, options.leaseLostListener(), observer);
         ScriptRenewer renewer = new ScriptRenewer(executor);
@@ -76,7 +77,6 @@ public final class ClientRuntime implements AutoCloseable {
                 new Requests(executor, scheduler, options.commandTimeout()), new PermitHandOff(), clientId,
                 options.commandTimeout(), options.watchdogTimeout(), connections.target(), new Services.Lifecycle());
         renewals.start();
-        connections.wiring().accept(executor);
     }
 
     /** The semaphore's in-client hand-off (for tests and the simulation). */
@@ -192,7 +192,7 @@ public final class ClientRuntime implements AutoCloseable {
             return;
         }
         int slot = SlotHash.getSlot(name);
-        String helper = dev.baton.lua.Layout.lockChannel(name);
+        String helper = Layout.lockChannel(name);
         if (SlotHash.getSlot(helper) != slot) {
             throw new IllegalArgumentException("name '" + name + "' cannot be used on a Redis Cluster: its helper keys "
                     + "and channels (such as '" + helper + "') hash to slot " + SlotHash.getSlot(helper)
@@ -200,7 +200,7 @@ public final class ClientRuntime implements AutoCloseable {
                     + "Use a name without braces, or one with a well-formed hash tag such as '{orders}:daily'");
         }
         if (latch && (name.indexOf('{') >= 0 || name.indexOf('}') >= 0)) {
-            String channel = dev.baton.lua.Layout.latchChannel(name);
+            String channel = Layout.latchChannel(name);
             throw new IllegalArgumentException("count-down latch name '" + name + "' cannot be used on a Redis Cluster: "
                     + "the latch's channel, as Redisson names it ('" + channel + "'), puts the name in braces of its own, "
                     + "so a name with braces hashes the channel to slot " + SlotHash.getSlot(channel) + " and the latch to slot "

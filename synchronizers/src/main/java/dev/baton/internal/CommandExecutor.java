@@ -5,6 +5,7 @@ package dev.baton.internal;
 // means (Failures) and replica sync (ReplicaSyncer) live apart.
 
 import dev.baton.RedisUnavailableException;
+import dev.baton.WrongTypeException;
 import dev.baton.lua.Script;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
@@ -27,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -82,26 +84,66 @@ final class CommandExecutor {
     record Delivered<T>(T value, boolean resent) {
     }
 
+    /** One script call, the value every path below passes on: the script, its keys and arguments, its reply's shape. */
+    record ScriptCall(Script script, Reply reply, List<String> keys, List<String> args) {
+        /** The first key: where the script runs, and the key an error names. */
+        String key() {
+            return keys.get(0);
+        }
+
+        /** How messages name the call: {@code lock_acquire.lua on 'name'}. */
+        String what() {
+            return script.fileName() + " on '" + key() + "'";
+        }
+    }
+
+    /**
+     * What the executor needs of the topology, fixed when the connections open.
+     *
+     * @param shardedPublish  whether scripts publish with SPUBLISH (a Redis 7+ cluster, as Redisson
+     *                        does there) instead of PUBLISH; the command travels as each script's
+     *                        last argument
+     * @param onUnreachable   run whenever a command fails because Redis could not be reached or did
+     *                        not answer in time (a cluster refreshes its slot map then); must not
+     *                        block
+     * @param subscriberCount how a channel's subscribers are counted where Baton and Redisson
+     *                        subscribe (in a cluster: the slot owner, or every node), or null for
+     *                        PUBSUB NUMSUB on the command connection
+     * @param waitRoute       the commands WAIT runs on after a change of a key (a cluster's slot
+     *                        owner), or null for the command connection
+     */
+    record Topology(boolean shardedPublish, Runnable onUnreachable,
+                    Function<String, CompletableFuture<Long>> subscriberCount,
+                    Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute) {
+        /** One Redis (standalone or behind Sentinel): nothing to route. */
+        static final Topology SINGLE = new Topology(false, () -> { }, null, null);
+    }
+
     private final StatefulConnection<String, String> connection;
     private final Supplier<RedisClusterAsyncCommands<String, String>> commands;
     private final Scheduler scheduler;
     private final long timeoutNanos;
     private final Duration timeout;
     private final ReplicaSyncer replicas;
-    private volatile String publishCommand = "publish";
-
+    private final String publishCommand;
+    private final Runnable onUnreachable;
+    private final Function<String, CompletableFuture<Long>> subscriberCount;
     private volatile boolean closed;
 
     CommandExecutor(StatefulConnection<String, String> connection,
                     Supplier<RedisClusterAsyncCommands<String, String>> commands,
-                    Scheduler scheduler, Duration timeout, ReplicaSyncer.Config replicaSync) {
+                    Scheduler scheduler, Duration timeout, ReplicaSyncer.Config replicaSync, Topology topology) {
         this.connection = connection;
         this.commands = commands;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
+        this.publishCommand = topology.shardedPublish() ? "spublish" : "publish";
+        this.onUnreachable = topology.onUnreachable();
+        this.subscriberCount = topology.subscriberCount();
         this.replicas = new ReplicaSyncer(replicaSync, scheduler, this.timeoutNanos, this::bounded,
-                key -> CompletableFuture.completedFuture(commands.get()));
+                topology.waitRoute() != null ? topology.waitRoute()
+                        : key -> CompletableFuture.completedFuture(commands.get()));
     }
 
     /** Runs a script once and returns its reply. */
@@ -111,7 +153,7 @@ final class CommandExecutor {
 
     /** Runs a script once and returns its reply and whether the command may have run twice. */
     <T> CompletableFuture<Delivered<T>> evalTracked(Script script, Reply reply, List<String> keys, List<String> args) {
-        return evalOnce(script, reply, keys, args, timeoutNanos, true);
+        return new Send<T>(new ScriptCall(script, reply, keys, args), timeoutNanos, false, replicas.failWhenShort()).start();
     }
 
     /**
@@ -120,7 +162,8 @@ final class CommandExecutor {
      * the lease was extended on the master, which is what keeps the lock held.
      */
     <T> CompletableFuture<T> evalRenewal(Script script, Reply reply, List<String> keys, List<String> args) {
-        return this.<T>evalOnce(script, reply, keys, args, timeoutNanos, true, false).thenApply(Delivered::value);
+        return new Send<T>(new ScriptCall(script, reply, keys, args), timeoutNanos, false, false).start()
+                .thenApply(Delivered::value);
     }
 
     /**
@@ -137,67 +180,101 @@ final class CommandExecutor {
      * two holders of a fair lock that way).
      */
     <T> CompletableFuture<Delivered<T>> evalCleanup(Script script, Reply reply, List<String> keys, List<String> args) {
-        return evalOnce(script, reply, keys, args, timeoutNanos, false);
+        return new Send<T>(new ScriptCall(script, reply, keys, args), timeoutNanos, true, replicas.failWhenShort()).start();
     }
 
     /**
-     * Sends one copy of a script, bounded by {@code boundNanos}. With {@code cancelLate}, a copy
-     * that gets no answer in time is cancelled in Lettuce, so Lettuce never writes it later
-     * (after a reconnect, say); one already on the wire may still run, which every script
-     * tolerates.
+     * One script call on its way to Redis, and all the state it keeps while there: the copy in
+     * flight (EVALSHA; EVAL after a NOSCRIPT; another copy after a refusal that says nothing ran),
+     * whether the caller's bound has passed, and whether any copy was written more than once.
+     *
+     * <p>An owner's call ({@code cleanup} false) goes as EVALSHA, is sent again while Redis says
+     * it did not run (TRYAGAIN while a slot is half-migrated, CLUSTERDOWN, LOADING, MASTERDOWN,
+     * BUSY, READONLY, or Lettuce refusing to write it while the node's connection is not up),
+     * which is always safe, and a copy that gets no answer within the bound is cancelled in
+     * Lettuce, so Lettuce never writes it later (one already on the wire may still run, which
+     * every script tolerates). A clean-up goes once, as EVAL, and is not cancelled (see
+     * {@link #evalCleanup}): its place in the order is the point.
      */
-    private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys,
-                                                        List<String> args, long boundNanos, boolean cancelLate) {
-        return evalOnce(script, reply, keys, args, boundNanos, cancelLate, replicas.failWhenShort());
-    }
+    private final class Send<T> {
+        private final ScriptCall call;
+        private final long boundNanos;
+        private final boolean cleanup;
+        private final boolean failWhenShort;
+        /** The copy in flight, cancelled when the bound passes (an owner's call only). */
+        private volatile AsyncCommand<String, String, T> current;
+        /** Set when the bound passed: no copy is sent after it. */
+        private volatile boolean givenUp;
+        /**
+         * Set when any copy sent for this call was written more than once (Lettuce re-sends what
+         * a dropped connection left unanswered): the copy that was refused (NOSCRIPT on a restarted
+         * server, LOADING) may be the second write of a command whose first write ran, so the
+         * reply of the copy that follows is marked as possibly re-sent. A copy sent again after
+         * Lettuce refused to write the previous one marks it too: a release that then finds
+         * nothing held counts as its own, whatever became of the refused copy.
+         */
+        private volatile boolean rewritten;
 
-    private <T> CompletableFuture<Delivered<T>> evalOnce(Script script, Reply reply, List<String> keys, List<String> args,
-                                                        long boundNanos, boolean cancelLate, boolean failWhenShort) {
-        String what = script.fileName() + " on '" + keys.get(0) + "'";
-        if (closed) {
-            return CompletableFuture.failedFuture(new IllegalStateException("this Baton client is closed; " + what + " was not sent"));
+        Send(ScriptCall call, long boundNanos, boolean cleanup, boolean failWhenShort) {
+            this.call = call;
+            this.boundNanos = boundNanos;
+            this.cleanup = cleanup;
+            this.failWhenShort = failWhenShort;
         }
-        AtomicReference<AsyncCommand<String, String, T>> current = new AtomicReference<>();
-        AtomicBoolean givenUp = new AtomicBoolean();
-        long deadline = scheduler.nanoTime() + boundNanos;
-        // Set when any copy sent for this call was written more than once (Lettuce re-sends what
-        // a dropped connection left unanswered): the copy that was refused (NOSCRIPT on a restarted
-        // server, LOADING) may be the second write of a command whose first write ran, so the
-        // reply of the copy that follows is marked as possibly resent.
-        AtomicBoolean rewritten = new AtomicBoolean();
-        // A clean-up (not cancelled late) goes as EVAL: no NOSCRIPT may send it again behind later commands.
-        CompletableFuture<Delivered<T>> sent = send(script, cancelLate, reply, keys, args, current, cancelLate ? deadline : 0, givenUp,
-                rewritten).thenApply(d -> rewritten.get() && !d.resent() ? new Delivered<>(d.value(), true) : d);
-        CompletableFuture<Delivered<T>> done = bounded(sent, what, keys.get(0), boundNanos, () -> {
-            givenUp.set(true);
-            AsyncCommand<String, String, T> command = current.get();
-            if (command != null && cancelLate) {
+
+        CompletableFuture<Delivered<T>> start() {
+            String what = call.what();
+            if (closed) {
+                return CompletableFuture.failedFuture(new IllegalStateException("this Baton client is closed; " + what + " was not sent"));
+            }
+            CompletableFuture<Delivered<T>> sent = cleanup ? copy(false)
+                    : whileNotRun(() -> copy(true), () -> givenUp, scheduler.nanoTime() + boundNanos, 0, () -> rewritten = true);
+            CompletableFuture<Delivered<T>> done = bounded(
+                    sent.thenApply(d -> rewritten && !d.resent() ? new Delivered<>(d.value(), true) : d),
+                    what, call.key(), boundNanos, this::giveUp);
+            return replicas.on() ? done.thenCompose(delivered -> replicas.await(delivered, what, call.key(), failWhenShort)) : done;
+        }
+
+        private void giveUp() {
+            givenUp = true;
+            AsyncCommand<String, String, T> command = current;
+            if (command != null && !cleanup) {
                 command.cancel(false);
             }
-        });
-        return replicas.on()
-                ? done.thenCompose(delivered -> replicas.await(delivered, what, keys.get(0), failWhenShort)) : done;
-    }
+        }
 
-    /**
-     * Sends a script as EVALSHA, as EVAL after a NOSCRIPT. A reply that says the script did not
-     * run because the server cannot serve it right now (TRYAGAIN while a slot is half-migrated,
-     * CLUSTERDOWN, LOADING, MASTERDOWN, BUSY, READONLY), or Lettuce refusing to write it while
-     * the node's connection is not up, is followed by another copy after a short, capped pause
-     * until {@code retryUntil} (a nano time; 0: never), which is always safe: nothing ran.
-     * A clean-up is not retried (see {@link #evalCleanup}): its place in the order is the point.
-     */
-    private <T> CompletableFuture<Delivered<T>> send(Script script, boolean bySha, Reply reply, List<String> keys,
-                                                    List<String> args, AtomicReference<AsyncCommand<String, String, T>> current,
-                                                    long retryUntil, AtomicBoolean givenUp, AtomicBoolean rewritten) {
-        Supplier<CompletableFuture<Delivered<T>>> copy = () -> this.<T>dispatch(script, bySha, reply, keys, args, current, rewritten)
-                .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
-                        ? dispatch(script, false, reply, keys, args, current, rewritten)
-                        : CompletableFuture.failedFuture(e));
-        // A copy sent again after Lettuce refused the previous one marks the reply as possibly
-        // re-sent, as a re-send after a connection failure does: a release that then finds nothing
-        // held counts as its own, whatever became of the refused copy.
-        return retryUntil == 0 ? copy.get() : whileNotRun(copy, givenUp, retryUntil, 0, () -> rewritten.set(true));
+        /** One copy: as EVALSHA when {@code bySha}, and as EVAL after a NOSCRIPT. */
+        private CompletableFuture<Delivered<T>> copy(boolean bySha) {
+            return dispatch(bySha).exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
+                    ? dispatch(false) : CompletableFuture.failedFuture(e));
+        }
+
+        private CompletableFuture<Delivered<T>> dispatch(boolean bySha) {
+            CommandArgs<String, String> commandArgs = new CommandArgs<>(StringCodec.UTF8)
+                    .add(bySha ? call.script().sha1() : call.script().text())
+                    .add(call.keys().size());
+            for (String key : call.keys()) {
+                commandArgs.addKey(key);
+            }
+            for (String arg : call.args()) {
+                commandArgs.addValue(arg);
+            }
+            commandArgs.addValue(publishCommand); // every script's last ARGV: how it publishes
+            CountingCommand<T> command = new CountingCommand<>(bySha ? CommandType.EVALSHA : CommandType.EVAL,
+                    call.reply(), commandArgs);
+            AsyncCommand<String, String, T> async = new AsyncCommand<>(command);
+            current = async;
+            try {
+                connection.dispatch(async);
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+            return async.whenComplete((value, error) -> {
+                if (command.writes() > 1) {
+                    rewritten = true;
+                }
+            }).thenApply(value -> new Delivered<>(value, command.writes() > 1));
+        }
     }
 
     /**
@@ -206,11 +283,11 @@ final class CommandExecutor {
      * a copy Lettuce refused to write because its node's connection is not up also asks for a
      * fresh slot map and runs {@code onNotSent}. The one re-send loop for scripts and reads.
      */
-    private <T> CompletableFuture<T> whileNotRun(Supplier<CompletableFuture<T>> copy, AtomicBoolean givenUp,
+    private <T> CompletableFuture<T> whileNotRun(Supplier<CompletableFuture<T>> copy, BooleanSupplier givenUp,
                                                  long retryUntil, int refusals, Runnable onNotSent) {
         return copy.get().exceptionallyCompose(e -> {
             long pause = backoffNanos(refusals);
-            if (!isNotRun(e) || givenUp.get() || closed || scheduler.nanoTime() + pause >= retryUntil) {
+            if (!isNotRun(e) || givenUp.getAsBoolean() || closed || scheduler.nanoTime() + pause >= retryUntil) {
                 return CompletableFuture.failedFuture(e);
             }
             if (Failures.isNotSent(e)) {
@@ -219,7 +296,7 @@ final class CommandExecutor {
             }
             CompletableFuture<T> again = new CompletableFuture<>();
             scheduler.schedule(() -> {
-                if (givenUp.get()) {
+                if (givenUp.getAsBoolean()) {
                     again.completeExceptionally(e);
                     return;
                 }
@@ -255,14 +332,13 @@ final class CommandExecutor {
     <T> CompletableFuture<Delivered<T>> evalUntilAnswered(Script script, Reply reply, List<String> keys,
                                                          List<String> args, long budgetNanos) {
         CompletableFuture<Delivered<T>> result = new CompletableFuture<>();
-        sendCopy(script, reply, keys, args, scheduler.nanoTime() + budgetNanos, 0, result);
+        sendCopy(new ScriptCall(script, reply, keys, args), scheduler.nanoTime() + budgetNanos, 0, result);
         return result;
     }
 
-    private <T> void sendCopy(Script script, Reply reply, List<String> keys, List<String> args, long deadline,
-                              int failures, CompletableFuture<Delivered<T>> result) {
+    private <T> void sendCopy(ScriptCall call, long deadline, int failures, CompletableFuture<Delivered<T>> result) {
         long left = deadline - scheduler.nanoTime();
-        this.<T>evalOnce(script, reply, keys, args, Math.max(1, Math.min(timeoutNanos, left)), true)
+        new Send<T>(call, Math.max(1, Math.min(timeoutNanos, left)), false, replicas.failWhenShort()).start()
                 .whenComplete((delivered, error) -> {
                     if (error == null) {
                         result.complete(failures == 0 ? delivered : new Delivered<>(delivered.value(), true));
@@ -278,16 +354,8 @@ final class CommandExecutor {
                         result.completeExceptionally(cause);
                         return;
                     }
-                    scheduler.schedule(() -> sendCopy(script, reply, keys, args, deadline, failures + 1, result),
-                            pause, TimeUnit.NANOSECONDS);
+                    scheduler.schedule(() -> sendCopy(call, deadline, failures + 1, result), pause, TimeUnit.NANOSECONDS);
                 });
-    }
-
-    private volatile Function<String, CompletableFuture<Long>> subscriberCount;
-
-    /** Counts a channel's subscribers as {@code count} says (in a cluster: the slot owner, or every node). */
-    void countSubscribersWith(Function<String, CompletableFuture<Long>> count) {
-        this.subscriberCount = count;
     }
 
     /**
@@ -309,11 +377,6 @@ final class CommandExecutor {
         return bounded(sent, "counting the subscribers of " + channel, channel);
     }
 
-    /** Routes WAIT as {@code route} says (a cluster's slot owner). */
-    void routeWait(Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
-        replicas.route(route);
-    }
-
     /**
      * Runs one plain read command, e.g. {@code read("EXISTS", key, c -> c.exists(key))}.
      * Reads are idempotent, so Lettuce's re-sending them is harmless; like scripts, a read that
@@ -333,7 +396,7 @@ final class CommandExecutor {
             current.set(sent);
             return sent;
         };
-        return bounded(whileNotRun(copy, givenUp, scheduler.nanoTime() + timeoutNanos, 0, () -> { }), command + " on '" + key + "'",
+        return bounded(whileNotRun(copy, givenUp::get, scheduler.nanoTime() + timeoutNanos, 0, () -> { }), command + " on '" + key + "'",
                 key, timeoutNanos, () -> {
                     givenUp.set(true);
                     CompletableFuture<T> pending = current.get();
@@ -341,16 +404,6 @@ final class CommandExecutor {
                         pending.cancel(false);
                     }
                 });
-    }
-
-    private volatile Runnable onUnreachable = () -> { };
-
-    /**
-     * Runs {@code hook} whenever a command fails because Redis could not be reached or did not
-     * answer in time (the cluster client refreshes its slot map then). It must not block.
-     */
-    void onUnreachable(Runnable hook) {
-        this.onUnreachable = hook;
     }
 
     /** Bounds a Redis future that must not be cancelled (pub/sub ones) by the command timeout, translating errors. */
@@ -387,7 +440,7 @@ final class CommandExecutor {
                 if (isConnectionFailure(translated)) {
                     onUnreachable.run();
                 }
-                if (translated instanceof dev.baton.WrongTypeException wrong && key != null && !what.startsWith("TYPE")) {
+                if (translated instanceof WrongTypeException wrong && key != null && !what.startsWith("TYPE")) {
                     // Say what the name holds: one read, bounded like any; without it if that fails.
                     read("TYPE", key, c -> c.type(key)).whenComplete((type, typeError) -> result.completeExceptionally(
                             type == null ? wrong : Failures.wrongType(wrong, type)));
@@ -407,14 +460,6 @@ final class CommandExecutor {
         closed = true;
     }
 
-    /**
-     * Switches every script's publications to sharded pub/sub (SPUBLISH), as Redisson does in a
-     * Redis Cluster of version 7 or later. The command travels as each script's last argument.
-     */
-    void useShardedPublish() {
-        publishCommand = "spublish";
-    }
-
     /** The scheduler every timer of this client runs on. */
     Scheduler scheduler() {
         return scheduler;
@@ -423,36 +468,6 @@ final class CommandExecutor {
     /** The configured command timeout. */
     Duration timeout() {
         return timeout;
-    }
-
-    private <T> CompletableFuture<Delivered<T>> dispatch(Script script, boolean bySha, Reply reply,
-                                                        List<String> keys, List<String> args,
-                                                        AtomicReference<AsyncCommand<String, String, T>> current,
-                                                        AtomicBoolean rewritten) {
-        CommandArgs<String, String> commandArgs = new CommandArgs<>(StringCodec.UTF8)
-                .add(bySha ? script.sha1() : script.text())
-                .add(keys.size());
-        for (String key : keys) {
-            commandArgs.addKey(key);
-        }
-        for (String arg : args) {
-            commandArgs.addValue(arg);
-        }
-        commandArgs.addValue(publishCommand); // every script's last ARGV: how it publishes
-        CountingCommand<T> command = new CountingCommand<>(bySha ? CommandType.EVALSHA : CommandType.EVAL,
-                reply, commandArgs);
-        AsyncCommand<String, String, T> async = new AsyncCommand<>(command);
-        current.set(async);
-        try {
-            connection.dispatch(async);
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        return async.whenComplete((value, error) -> {
-            if (command.writes() > 1) {
-                rewritten.set(true);
-            }
-        }).thenApply(value -> new Delivered<>(value, command.writes() > 1));
     }
 
     @SuppressWarnings("unchecked")

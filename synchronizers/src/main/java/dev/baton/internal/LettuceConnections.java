@@ -2,6 +2,7 @@ package dev.baton.internal;
 
 import dev.baton.BatonOptions;
 import dev.baton.RedisUnavailableException;
+import dev.baton.BatonException;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
@@ -37,7 +38,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
@@ -54,8 +54,8 @@ import java.util.regex.Pattern;
  * @param async      its asynchronous command API
  * @param pubSub     the subscription connection
  * @param cluster    whether Redis is a cluster (renewals are batched per slot)
- * @param subscriber how SUBSCRIBE and UNSUBSCRIBE are sent, given the executor
- * @param wiring     what the executor needs from the topology
+ * @param subscriber how SUBSCRIBE and UNSUBSCRIBE are sent, given the client's scheduler
+ * @param topology   what the executor needs of the topology
  * @param refresh    the cluster's slot-map refresh, or null
  * @param owned      the Lettuce client Baton made and shuts down, or null for the application's
  * @param target     where Redis is, without credentials
@@ -63,8 +63,8 @@ import java.util.regex.Pattern;
 record LettuceConnections(StatefulConnection<String, String> commands,
                           Supplier<RedisClusterAsyncCommands<String, String>> async,
                           StatefulRedisPubSubConnection<String, String> pubSub, boolean cluster,
-                          Function<CommandExecutor, PubSubService.Subscriber> subscriber,
-                          Consumer<CommandExecutor> wiring, TopologyRefresh refresh, AbstractRedisClient owned,
+                          Function<Scheduler, PubSubService.Subscriber> subscriber,
+                          CommandExecutor.Topology topology, TopologyRefresh refresh, AbstractRedisClient owned,
                           String target) {
     private static final Logger log = LoggerFactory.getLogger(LettuceConnections.class);
 
@@ -201,7 +201,7 @@ record LettuceConnections(StatefulConnection<String, String> commands,
             StatefulRedisPubSubConnection<String, String> pubSub = client.connectPubSub(StringCodec.UTF8);
             StatefulRedisConnection<String, String> c = connection;
             return new LettuceConnections(connection, c::async, pubSub, false,
-                    executor -> PubSubService.classic(pubSub), executor -> { }, null, owned, target(options));
+                    scheduler -> PubSubService.classic(pubSub), CommandExecutor.Topology.SINGLE, null, owned, target(options));
         } catch (RuntimeException e) {
             closeQuietly(connection, owned);
             throw connectFailed(e, options);
@@ -218,28 +218,25 @@ record LettuceConnections(StatefulConnection<String, String> commands,
             // Redis 7+ clusters: sharded pub/sub, as Redisson picks it there (interop needs the same).
             boolean sharded = majorVersion(connection.sync().info("server")) >= 7;
             TopologyRefresh r = refresh = new TopologyRefresh(client);
-            Function<CommandExecutor, PubSubService.Subscriber> subscriber = sharded ? executor -> {
-                ShardedSubscriber s = new ShardedSubscriber(c, pubSub, r, executor.scheduler());
+            Function<Scheduler, PubSubService.Subscriber> subscriber = sharded ? scheduler -> {
+                ShardedSubscriber s = new ShardedSubscriber(c, pubSub, r, scheduler);
                 r.onChange(s::follow);
-                executor.useShardedPublish();
                 return s;
-            } : executor -> PubSubService.classic(pubSub);
-            Consumer<CommandExecutor> wiring = executor -> {
-                executor.onUnreachable(r);
-                executor.countSubscribersWith(channel -> sharded ? shardSubscribers(c, channel) : subscribersOnEveryNode(c, channel));
-                // WAIT counts the acknowledgements of its own connection's writes: it must run on
-                // the connection the script went to, Lettuce's write connection to the slot's
-                // master, which Lettuce keys by host and port.
-                executor.routeWait(key -> {
-                    RedisClusterNode owner = c.getPartitions().getMasterBySlot(SlotHash.getSlot(key));
-                    if (owner == null) {
-                        return CompletableFuture.failedFuture(new RedisConnectionException("no master serves the slot of " + key));
-                    }
-                    return c.getConnectionAsync(owner.getUri().getHost(), owner.getUri().getPort(), ConnectionIntent.WRITE)
-                            .<RedisClusterAsyncCommands<String, String>>thenApply(StatefulRedisConnection::async);
-                });
-            };
-            return new LettuceConnections(connection, c::async, pubSub, true, subscriber, wiring, refresh, owned,
+            } : scheduler -> PubSubService.classic(pubSub);
+            // WAIT counts the acknowledgements of its own connection's writes: it must run on the
+            // connection the script went to, Lettuce's write connection to the slot's master,
+            // which Lettuce keys by host and port.
+            CommandExecutor.Topology topology = new CommandExecutor.Topology(sharded, r,
+                    channel -> sharded ? shardSubscribers(c, channel) : subscribersOnEveryNode(c, channel),
+                    key -> {
+                        RedisClusterNode owner = c.getPartitions().getMasterBySlot(SlotHash.getSlot(key));
+                        if (owner == null) {
+                            return CompletableFuture.failedFuture(new RedisConnectionException("no master serves the slot of " + key));
+                        }
+                        return c.getConnectionAsync(owner.getUri().getHost(), owner.getUri().getPort(), ConnectionIntent.WRITE)
+                                .<RedisClusterAsyncCommands<String, String>>thenApply(StatefulRedisConnection::async);
+                    });
+            return new LettuceConnections(connection, c::async, pubSub, true, subscriber, topology, refresh, owned,
                     target(options));
         } catch (RuntimeException e) {
             if (refresh != null) {
@@ -339,7 +336,7 @@ record LettuceConnections(StatefulConnection<String, String> commands,
             String message = String.valueOf(cause.getMessage());
             if (message.contains("WRONGPASS") || message.contains("NOAUTH") || message.contains("invalid password")) {
                 // Not an outage: calling again will not pass until the credentials change.
-                return new dev.baton.BatonException("Redis " + where + " refused Baton's credentials: "
+                return new BatonException("Redis " + where + " refused Baton's credentials: "
                         + message.substring(Math.max(0, Math.max(message.indexOf("WRONGPASS"), message.indexOf("NOAUTH"))))
                         + "; check the username and password", e);
             }

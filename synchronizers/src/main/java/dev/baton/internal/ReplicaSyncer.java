@@ -51,7 +51,7 @@ final class ReplicaSyncer {
      * counts the acknowledgements of that connection's writes): the one connection outside a
      * cluster; in a cluster, the connection to the master that owns the key's slot.
      */
-    private volatile Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute;
+    private final Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute;
 
     ReplicaSyncer(Config config, Scheduler scheduler, long timeoutNanos, Bounder bounder,
                   Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
@@ -70,11 +70,6 @@ final class ReplicaSyncer {
     /** Whether too few acknowledgements fail the change (otherwise they are logged and accepted). */
     boolean failWhenShort() {
         return config.failWhenShort();
-    }
-
-    /** Routes WAIT as {@code route} says (a cluster's slot owner). */
-    void route(Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
-        this.waitRoute = route;
     }
 
     /**
