@@ -1,24 +1,30 @@
 package dev.baton.internal;
 
+
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * The blocking API is a thin wait on the asynchronous one; these are its waits. They never use
- * {@code synchronized}, so virtual threads unmount while they wait.
+ * {@code synchronized}, so virtual threads unmount while they wait. Public only so that the API
+ * package's default methods wait with the same {@link #join} (through {@code dev.baton.Sync}); the
+ * module does not export this package.
  */
-final class Blocking {
+public final class Blocking {
     private Blocking() {
     }
 
     /**
-     * Waits for a future whose completion is bounded (by the command timeout); an interrupt
-     * does not stop the wait but is restored afterwards.
+     * The one sync-over-async wait, for a future whose completion is bounded (by the command
+     * timeout): an interrupt does not stop the wait but is restored afterwards; a failure is
+     * rethrown as the exception the future failed with (an {@link Error} as itself, a checked
+     * cause wrapped in {@link IllegalStateException}).
      */
-    static <T> T join(CompletableFuture<T> future) {
+    public static <T> T join(CompletableFuture<T> future) {
         boolean interrupted = false;
         try {
             while (true) {
@@ -44,7 +50,7 @@ final class Blocking {
      * command reaches Redis after them, and {@link InterruptedException} is thrown with the flag
      * cleared.
      */
-    static boolean awaitInterruptibly(java.util.function.Supplier<AcquireEngine.Acquisition> start, long settleNanos)
+    static boolean awaitInterruptibly(Supplier<AcquireEngine.Acquisition> start, long settleNanos)
             throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException(); // as the JDK's waits do: nothing is started
