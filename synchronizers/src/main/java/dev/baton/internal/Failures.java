@@ -3,6 +3,8 @@ package dev.baton.internal;
 import dev.baton.BatonException;
 import dev.baton.RedisUnavailableException;
 import dev.baton.WrongTypeException;
+import dev.baton.DoNotRetryException;
+import dev.baton.ReplicaSyncException;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
@@ -75,20 +77,20 @@ final class Failures {
      */
     static boolean isConnectionFailure(Throwable e) {
         Throwable cause = unwrap(e);
-        return cause instanceof RedisUnavailableException && !(cause instanceof dev.baton.ReplicaSyncException);
+        return cause instanceof RedisUnavailableException && !(cause instanceof ReplicaSyncException);
     }
 
     /**
      * A failure of a release after which calling it again would release twice, as the caller
      * must see it: a connection failure (Baton finishes the release in the background) or a
      * replica-sync shortfall (the release landed on the master) becomes
-     * {@link dev.baton.DoNotRetryException} with the failure as its cause.
+     * {@link DoNotRetryException} with the failure as its cause.
      */
-    static dev.baton.DoNotRetryException doNotRetry(Throwable cause) {
-        String landed = cause instanceof dev.baton.ReplicaSyncException
+    static DoNotRetryException doNotRetry(Throwable cause) {
+        String landed = cause instanceof ReplicaSyncException
                 ? "it landed on the master, but " + cause.getMessage()
                 : cause.getMessage();
-        return new dev.baton.DoNotRetryException(landed + "; do not call it again: a second call would be a second release",
+        return new DoNotRetryException(landed + "; do not call it again: a second call would be a second release",
                 cause);
     }
 

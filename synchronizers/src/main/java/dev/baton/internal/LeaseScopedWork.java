@@ -2,6 +2,7 @@ package dev.baton.internal;
 
 import dev.baton.LeaseLostException;
 import dev.baton.LeaseScope;
+import dev.baton.LeaseWork;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -151,7 +152,7 @@ final class LeaseScopedWork implements LeaseScope {
      * Runs blocking work under this scope in the calling thread (the {@code worker}): watches,
      * runs the work unless a loss came first, finishes, releases, and ends by {@link #outcome}.
      */
-    <T, E extends Exception> T run(dev.baton.LeaseWork<T, E> work, Release release) throws E {
+    <T, E extends Exception> T run(LeaseWork<T, E> work, Release release) throws E {
         watch();
         T result = null;
         Throwable failure = null;

@@ -6,6 +6,8 @@ import dev.baton.BatonLock;
 import dev.baton.BatonMultiLock;
 import dev.baton.LeaseScope;
 import dev.baton.LeaseWork;
+import dev.baton.Baton;
+import dev.baton.RedisUnavailableException;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -210,7 +212,7 @@ final class MultiLock implements BatonMultiLock {
                 // Whatever else this unlock met (a lost lease) is thrown by the call that completes it.
                 UNCONFIRMED.put(key, new Pending(notConfirmed, first));
                 Throwable unconfirmedCause = errors[notConfirmed.get(0)];
-                throw new dev.baton.RedisUnavailableException("unlock of " + this + " by owner " + ownerId
+                throw new RedisUnavailableException("unlock of " + this + " by owner " + ownerId
                         + " could not be confirmed for " + names + " (the other members are released); those keep"
                         + " their holds, and calling unlock again on these names completes them", unconfirmedCause);
             }
@@ -632,7 +634,7 @@ final class MultiLock implements BatonMultiLock {
 
     @Override
     public <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
-        return withLockAsync(dev.baton.Baton.newOwnerId(), work);
+        return withLockAsync(Baton.newOwnerId(), work);
     }
 
     @Override

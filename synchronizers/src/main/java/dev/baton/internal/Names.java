@@ -1,8 +1,10 @@
 package dev.baton.internal;
 
+import dev.baton.lua.Layout;
+
 /**
  * Owner ids: what the client writes into a lock as its holder. Key and channel names are spelled
- * in {@link dev.baton.lua.Layout}.
+ * in {@link Layout}.
  */
 final class Names {
     private Names() {

@@ -1,5 +1,7 @@
 package dev.baton.internal;
 
+import dev.baton.BatonSemaphore;
+
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -29,7 +31,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class PermitHandOff {
     /** How many releases in a row a client hands to its own waiters before one goes to Redis. */
-    static final int TURNS = dev.baton.BatonSemaphore.LOCAL_TURNS;
+    static final int TURNS = BatonSemaphore.LOCAL_TURNS;
 
     /** One semaphore's parked acquisitions on this client, oldest first, and the turn count. */
     private static final class Line {

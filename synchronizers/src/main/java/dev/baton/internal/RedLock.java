@@ -3,6 +3,10 @@ package dev.baton.internal;
 import dev.baton.BatonLock;
 import dev.baton.BatonObserver;
 import dev.baton.BatonRedLock;
+import dev.baton.DoNotRetryException;
+import dev.baton.LeaseLostException;
+import dev.baton.LeaseWork;
+import dev.baton.RedisUnavailableException;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -119,7 +123,7 @@ final class RedLock implements BatonRedLock {
     private static final long SCOPE_EXTRA_MARGIN_NANOS = TimeUnit.MILLISECONDS.toNanos(24); // 23 + the drift's rounding to whole ms
 
     @Override
-    public <T, E extends Exception> T withLock(long leaseTime, TimeUnit unit, dev.baton.LeaseWork<T, E> work)
+    public <T, E extends Exception> T withLock(long leaseTime, TimeUnit unit, LeaseWork<T, E> work)
             throws E, InterruptedException {
         java.util.Objects.requireNonNull(work, "work");
         long leaseMs = Args.validityMs(leaseTime, unit);
@@ -323,7 +327,7 @@ final class RedLock implements BatonRedLock {
         return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)).thenApply(all -> {
             // A release that landed with too few replicas acknowledging it is released too.
             long released = releases.stream()
-                    .filter(r -> r.join() == null || r.join() instanceof dev.baton.DoNotRetryException).count();
+                    .filter(r -> r.join() == null || r.join() instanceof DoNotRetryException).count();
             if (released > 0) {
                 // Released: nobody will call unlock again, so a master whose release was not
                 // confirmed does not keep its hold counted here (it ends with its lease).
@@ -339,15 +343,15 @@ final class RedLock implements BatonRedLock {
             Throwable unreachable = releases.stream().map(CompletableFuture::join)
                     .filter(Failures::isConnectionFailure).findFirst().orElse(null);
             if (unreachable != null) {
-                throw new dev.baton.RedisUnavailableException("unlock of RedLock '" + name + "' by owner " + ownerId
+                throw new RedisUnavailableException("unlock of RedLock '" + name + "' by owner " + ownerId
                         + " was confirmed by no master: " + unreachable.getMessage()
                         + "; the holds are kept, and calling unlock again completes them", unreachable);
             }
             // Held, but every hold's lease ran out before its release landed: lost, not never held.
             Throwable lost = releases.stream().map(CompletableFuture::join)
-                    .filter(e -> e instanceof dev.baton.LeaseLostException).findFirst().orElse(null);
+                    .filter(e -> e instanceof LeaseLostException).findFirst().orElse(null);
             if (lost != null) {
-                throw new dev.baton.LeaseLostException(name, "RedLock '" + name + "' held by owner " + ownerId
+                throw new LeaseLostException(name, "RedLock '" + name + "' held by owner " + ownerId
                         + " was lost before unlock: " + lost.getMessage());
             }
             throw new IllegalMonitorStateException("RedLock '" + name + "' is not held by owner " + ownerId);

@@ -12,6 +12,7 @@ import dev.baton.LeaseScope;
 import dev.baton.LeaseWork;
 import dev.baton.LockHold;
 import dev.baton.RedisUnavailableException;
+import dev.baton.ReplicaSyncException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -809,7 +810,7 @@ class RedisLock implements BatonLock {
         return recipe.release(owner, heldBefore, lease.leaseMs, cleanup).<CompletableFuture<Void>>handle((delivered, error) -> {
             if (error != null) {
                 Throwable cause = Failures.unwrap(error);
-                if (cause instanceof dev.baton.ReplicaSyncException) {
+                if (cause instanceof ReplicaSyncException) {
                     // Ran on the master; too few replicas have it yet. What it answered decides:
                     // a release (the hold is over: not to be called again) or a lost lease.
                     Object reply = ReplicaShortfall.replyOf(cause);
@@ -830,13 +831,13 @@ class RedisLock implements BatonLock {
                     // with its lease; kept here it would be counted, and re-entered by the owner's
                     // next acquisition, for ever (the simulation found it, read-write seed 584).
                     services.leases().released(lease, recipe.kind());
-                    throw new dev.baton.RedisUnavailableException("giving back a late grant of " + recipe + " '" + name
+                    throw new RedisUnavailableException("giving back a late grant of " + recipe + " '" + name
                             + "' by " + owner + " could not be confirmed: " + cause.getMessage()
                             + "; renewal has stopped, so the hold ends with its lease", cause);
                 }
                 lease.holds = heldBefore;
                 lease.releaseUnconfirmed = true;
-                throw new dev.baton.RedisUnavailableException("unlock of " + recipe + " '" + name + "' by " + owner
+                throw new RedisUnavailableException("unlock of " + recipe + " '" + name + "' by " + owner
                         + " could not be confirmed: " + cause.getMessage() + "; the hold is kept, and calling unlock "
                         + "again completes the release" + (heldBefore <= 1
                         ? " (renewal has stopped, so the lock also ends when its lease runs out)" : ""), cause);

@@ -5,6 +5,10 @@ import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.ExpirablePermit;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
+import dev.baton.LeaseLostException;
+import dev.baton.LeaseWork;
+import dev.baton.RedisUnavailableException;
+import dev.baton.ReplicaSyncException;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -101,7 +105,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
     }
 
     @Override
-    public <T, E extends Exception> T withPermit(long leaseTime, TimeUnit unit, dev.baton.LeaseWork<T, E> work)
+    public <T, E extends Exception> T withPermit(long leaseTime, TimeUnit unit, LeaseWork<T, E> work)
             throws E, InterruptedException {
         java.util.Objects.requireNonNull(work, "work");
         if (leaseTime <= 0) {
@@ -146,7 +150,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
         };
         return new LeaseScopedWork(name, held, clock, false, Thread.currentThread()).run(work, stopped -> {
             try {
-                return tryRelease(id) ? null : new dev.baton.LeaseLostException(name, "permit " + id + " of semaphore '"
+                return tryRelease(id) ? null : new LeaseLostException(name, "permit " + id + " of semaphore '"
                         + name + "' was no longer held when the work ended: its lease ran out (or the semaphore was "
                         + "deleted) while the work ran, and another holder may have overlapped it");
             } catch (RuntimeException e) {
@@ -185,7 +189,7 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
             public void close() {
                 once.close(() -> {
                     if (!tryRelease(id)) {
-                        throw new dev.baton.LeaseLostException(name, "permit " + id + " of semaphore '" + name
+                        throw new LeaseLostException(name, "permit " + id + " of semaphore '" + name
                                 + "' was no longer held at close: its lease ran out (or it was released elsewhere) "
                                 + "first, so another holder may have used it meanwhile");
                     }
@@ -289,11 +293,11 @@ final class RedisPermitExpirableSemaphore implements BatonPermitExpirableSemapho
                     Throwable cause = Failures.unwrap(error);
                     if (Failures.isConnectionFailure(cause)) {
                         requests.markUnconfirmed(name + "\u0000" + id);
-                        throw new dev.baton.RedisUnavailableException("release of permit " + id + " of semaphore '" + name
+                        throw new RedisUnavailableException("release of permit " + id + " of semaphore '" + name
                                 + "' could not be confirmed: " + cause.getMessage() + "; calling release again with "
                                 + "the same id completes it", cause);
                     }
-                    if (cause instanceof dev.baton.ReplicaSyncException) {
+                    if (cause instanceof ReplicaSyncException) {
                         // Ran on the master: a permit it released is not to be released again; one
                         // it did not find is answered as without replica sync (not held).
                         Object reply = ReplicaShortfall.replyOf(cause);

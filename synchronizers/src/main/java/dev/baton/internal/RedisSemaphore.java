@@ -5,6 +5,8 @@ import dev.baton.BatonSemaphore;
 import dev.baton.SemaphorePermits;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
+import dev.baton.RedisUnavailableException;
+import dev.baton.ReplicaSyncException;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -145,7 +147,7 @@ final class RedisSemaphore implements BatonSemaphore {
                     sent = release.get();
                 }
                 Blocking.join(executorBound(sent.landed()));
-            } catch (dev.baton.ReplicaSyncException landed) {
+            } catch (ReplicaSyncException landed) {
                 throw Failures.doNotRetry(landed);
             }
         }
@@ -164,7 +166,7 @@ final class RedisSemaphore implements BatonSemaphore {
         return landed.orTimeout(services.commandTimeout().toNanos(), TimeUnit.NANOSECONDS)
                 .exceptionallyCompose(e -> CompletableFuture.failedFuture(
                         Failures.unwrap(e) instanceof java.util.concurrent.TimeoutException
-                                ? new dev.baton.RedisUnavailableException("the release of semaphore '" + name
+                                ? new RedisUnavailableException("the release of semaphore '" + name
                                 + "' is still not confirmed; Baton keeps sending it in the background", null)
                                 : Failures.unwrap(e)));
     }
