@@ -17,6 +17,8 @@ if kind == 'none' then
   return 0
 end
 redis.call('del', name)
+local claimTimeout = tonumber(ARGV[1])
+-- hand-off: begin (the same text in fair_release.lua and fair_force_unlock.lua, checked by FairHandOffCopiesTest)
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 for _ = 1, 100 do
@@ -30,7 +32,7 @@ for _ = 1, 100 do
   redis.call('hdel', waiters, first)
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
-    redis.call('pexpire', name, tonumber(ARGV[1]))
+    redis.call('pexpire', name, claimTimeout)
     redis.call(ARGV[#ARGV], channel, first .. '#' .. string.format('%d', tonumber(head[2])))
     break
   end
@@ -38,4 +40,5 @@ end
 if redis.call('zcard', queue) == 0 then
   redis.call('del', queue, waiters, tickets)
 end
+-- hand-off: end
 return 1

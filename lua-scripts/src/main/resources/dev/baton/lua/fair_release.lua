@@ -40,6 +40,7 @@ if held > 0 then
 end
 redis.call('del', name)
 
+-- hand-off: begin (the same text in fair_release.lua and fair_force_unlock.lua, checked by FairHandOffCopiesTest)
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 for _ = 1, 100 do
@@ -61,4 +62,5 @@ end
 if redis.call('zcard', queue) == 0 then
   redis.call('del', queue, waiters, tickets)
 end
+-- hand-off: end
 return 0
