@@ -6,6 +6,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Function;
 
 /**
  * A reentrant mutual-exclusion lock shared by every process that uses the same name on the
@@ -304,7 +305,7 @@ public interface BatonLock extends Lock {
      *             waiting in the stage
      * @return the stage of the work's result, completed after the release
      */
-    <T> CompletionStage<T> withLockAsync(java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
+    <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work);
 
     /**
      * {@link #withLockAsync(java.util.function.Function)} for the given owner: an owner that
@@ -313,7 +314,7 @@ public interface BatonLock extends Lock {
      * coroutine or a reactive pipeline carries its context.
      */
     <T> CompletionStage<T> withLockAsync(long ownerId,
-                                         java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
+                                         Function<? super LeaseScope, ? extends CompletionStage<T>> work);
 
     /** Not supported: a distributed lock has no conditions. */
     @Override

@@ -5,6 +5,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Function;
 
 /**
  * Several Baton locks taken as one, all or nothing: any mix of reentrant, fair, fenced, read or
@@ -96,9 +97,9 @@ public interface BatonMultiLock extends Lock {
      * @param work the work; called once, with the set's scope, off Baton's threads
      * @return the stage of the work's result, completed after the releases
      */
-    <T> CompletionStage<T> withLockAsync(java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
+    <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work);
 
     /** {@link #withLockAsync(java.util.function.Function)} for the given owner (re-entering what it holds). */
     <T> CompletionStage<T> withLockAsync(long ownerId,
-                                         java.util.function.Function<? super LeaseScope, ? extends CompletionStage<T>> work);
+                                         Function<? super LeaseScope, ? extends CompletionStage<T>> work);
 }

@@ -117,7 +117,9 @@ public interface BatonSemaphore {
     Optional<SemaphorePermits> tryAcquirePermits(int permits, long timeout, TimeUnit unit) throws InterruptedException;
 
     /** Returns one permit; see {@link #release(int)}. */
-    void release();
+    default void release() {
+        release(1);
+    }
 
     /**
      * Returns {@code permits} permits and wakes up to that many waiters; a parked wait of this

@@ -1,6 +1,6 @@
 package dev.baton;
 
-import dev.baton.internal.ClientRuntime;
+import dev.baton.internal.runtime.ClientRuntime;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 
@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /**
@@ -36,7 +37,7 @@ final class DefaultBaton implements Baton {
         return new DefaultBaton(ClientRuntime.open(client, options), options);
     }
 
-    private static final java.util.concurrent.atomic.AtomicLong OWNER_IDS = new java.util.concurrent.atomic.AtomicLong();
+    private static final AtomicLong OWNER_IDS = new AtomicLong();
 
     /** -1, -2, ...: below every thread id, which is positive. */
     static long newOwnerId() {

@@ -1,6 +1,7 @@
 package dev.baton;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.OptionalLong;
 
 /**
@@ -57,7 +58,7 @@ public interface LeaseScope {
      * gives each lock's own, in the order taken (a fenced lock's token is found there; the
      * multi-lock's own {@link #fencingToken()} is empty); a single lock's is this scope alone.
      */
-    default java.util.List<LeaseScope> members() {
-        return java.util.List.of(this);
+    default List<LeaseScope> members() {
+        return List.of(this);
     }
 }

@@ -1,6 +1,6 @@
 package dev.baton;
 
-import dev.baton.internal.Blocking;
+import dev.baton.internal.engine.Blocking;
 
 import java.util.concurrent.CompletionStage;
 

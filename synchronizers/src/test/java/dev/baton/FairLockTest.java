@@ -1,8 +1,8 @@
 package dev.baton;
 
-import dev.baton.testkit.Bounds;
 import dev.baton.lua.Script;
 import dev.baton.testkit.Await;
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 

@@ -1,6 +1,6 @@
 package dev.baton;
 
-import dev.baton.internal.ClientRuntime;
+import dev.baton.internal.runtime.ClientRuntime;
 
 /** The runtime behind a client, for tests that look inside it. */
 public final class Runtimes {

@@ -1,6 +1,6 @@
 package dev.baton;
 
-import dev.baton.internal.ClientRuntime;
+import dev.baton.internal.runtime.ClientRuntime;
 import dev.baton.testkit.Await;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,7 @@
 package dev.baton;
 
-import dev.baton.testkit.Bounds;
 import dev.baton.testkit.Await;
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 
@@ -168,7 +168,7 @@ class SemaphoreTest extends TwoClientsTest {
         }
         // Each waiter tries once, subscribes and (unless the channel was already subscribed and
         // quiet) tries once more before it parks. Wait until all four are parked, then for quiet.
-        dev.baton.internal.ClientRuntime waiters = Runtimes.of(b);
+        dev.baton.internal.runtime.ClientRuntime waiters = Runtimes.of(b);
         Await.until(Duration.ofSeconds(10), () -> "four waiters parked (" + waiters.semaphoreWaitersParked("gate") + ")",
                 () -> waiters.semaphoreWaitersParked("gate") == 4);
         awaitQuiet("evalsha");

@@ -1,7 +1,7 @@
 package dev.baton;
 
-import dev.baton.testkit.Bounds;
 import dev.baton.testkit.Await;
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 

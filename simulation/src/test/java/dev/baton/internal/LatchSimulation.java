@@ -3,6 +3,7 @@ package dev.baton.internal;
 import dev.baton.BatonCountDownLatch;
 import dev.baton.DoNotRetryException;
 import dev.baton.RedisUnavailableException;
+import dev.baton.internal.pubsub.Waiter;
 
 import java.time.Duration;
 import java.util.List;

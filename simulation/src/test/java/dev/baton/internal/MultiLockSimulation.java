@@ -4,6 +4,7 @@ import dev.baton.BatonLock;
 import dev.baton.BatonMultiLock;
 import dev.baton.LeaseLostException;
 import dev.baton.RedisUnavailableException;
+import dev.baton.internal.composite.MultiLock;
 
 import java.time.Duration;
 import java.util.ArrayList;

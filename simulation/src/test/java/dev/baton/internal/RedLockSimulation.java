@@ -3,6 +3,9 @@ package dev.baton.internal;
 import dev.baton.BatonLock;
 import dev.baton.BatonRedLock;
 import dev.baton.RedisUnavailableException;
+import dev.baton.internal.composite.RedLock;
+import dev.baton.internal.engine.AcquireEngine;
+import dev.baton.internal.engine.Observer;
 
 import java.time.Duration;
 import java.util.ArrayList;

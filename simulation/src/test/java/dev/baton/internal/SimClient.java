@@ -1,6 +1,11 @@
 package dev.baton.internal;
 
 import dev.baton.BatonOptions;
+import dev.baton.internal.command.CommandExecutor;
+import dev.baton.internal.pubsub.PubSubService;
+import dev.baton.internal.runtime.ClientRuntime;
+import dev.baton.internal.runtime.LettuceConnections;
+import dev.baton.internal.time.Scheduler;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;

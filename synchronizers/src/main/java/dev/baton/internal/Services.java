@@ -1,5 +1,11 @@
 package dev.baton.internal;
 
+import dev.baton.internal.command.CommandExecutor;
+import dev.baton.internal.engine.AcquireEngine;
+import dev.baton.internal.lease.Leases;
+import dev.baton.internal.lease.ScriptRenewer;
+import dev.baton.internal.unconfirmed.Requests;
+
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -8,28 +14,28 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * What a synchronizer needs from its client's runtime, handed to it once when it is made: the
  * command executor, the acquire engine, the lease table and its renewer, the request memory,
- * the semaphore's in-client hand-off,
  * the client's id and timeouts, and whether the client is still open. Immutable; one instance
- * per client, built by {@link ClientRuntime}.
+ * per client, built by the client's runtime ({@code runtime.ClientRuntime}). What only one kind
+ * needs (the semaphore's in-client hand-off) is handed to that kind alone.
  *
  * @param target   where the client's Redis is, without credentials (orders multi-locks)
  * @param lifecycle whether the client is still open
  */
-record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, ScriptRenewer renewer,
-                Requests requests, PermitHandOff permitHandOff, String clientId, Duration commandTimeout, Duration watchdogTimeout,
+public record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, ScriptRenewer renewer,
+                Requests requests, String clientId, Duration commandTimeout, Duration watchdogTimeout,
                 String target, Lifecycle lifecycle) {
 
     /** Whether a client is open; {@link #close()} is final. */
-    static final class Lifecycle {
+    public static final class Lifecycle {
         private final AtomicBoolean closed = new AtomicBoolean();
 
         /** Marks the client closed; whether this call did it (false if it was closed already). */
-        boolean close() {
+        public boolean close() {
             return closed.compareAndSet(false, true);
         }
 
         /** @throws IllegalStateException if the client is closed */
-        void checkOpen() {
+        public void checkOpen() {
             if (closed.get()) {
                 throw new IllegalStateException("this Baton client is closed");
             }
@@ -37,7 +43,7 @@ record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, S
     }
 
     /** @throws IllegalStateException if the client is closed */
-    void checkOpen() {
+    public void checkOpen() {
         lifecycle.checkOpen();
     }
 
@@ -48,7 +54,7 @@ record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, S
         return executor;
     }
 
-    long watchdogMs() {
+    public long watchdogMs() {
         return watchdogTimeout.toMillis();
     }
 
@@ -56,7 +62,7 @@ record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, S
      * How long an interrupted wait may take to stop: the attempt in flight (one command timeout)
      * and a little for dispatching its clean-up.
      */
-    long cleanupNanos() {
+    public long cleanupNanos() {
         return commandTimeout.toNanos() + TimeUnit.MILLISECONDS.toNanos(250);
     }
 

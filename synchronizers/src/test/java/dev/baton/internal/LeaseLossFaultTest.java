@@ -1,11 +1,11 @@
 package dev.baton.internal;
 
-import dev.baton.Runtimes;
-import dev.baton.testkit.Bounds;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.LeaseLostException;
+import dev.baton.Runtimes;
+import dev.baton.testkit.Bounds;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 
@@ -56,7 +56,7 @@ class LeaseLossFaultTest {
                 }
                 String log = logged.toString(java.nio.charset.StandardCharsets.UTF_8);
                 stderr.print(log);
-                assertTrue(log.matches("(?s).*WARN dev\\.baton\\.internal\\.Leases - Lease lost: lock 'batch-job' held by .*"),
+                assertTrue(log.matches("(?s).*WARN dev\\.baton\\.internal\\.lease\\.Leases - Lease lost: lock 'batch-job' held by .*"),
                         "the loss is logged at WARN: " + log);
                 assertTrue(reportedAfter <= Bounds.within(WATCHDOG.dividedBy(3)).toNanos(),
                         "reported within a third of the watchdog timeout: " + TimeUnit.NANOSECONDS.toMillis(reportedAfter) + " ms");

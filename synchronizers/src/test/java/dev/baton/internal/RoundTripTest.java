@@ -1,12 +1,12 @@
 package dev.baton.internal;
 
-import dev.baton.Runtimes;
 import dev.baton.Baton;
-import dev.baton.BatonLock;
 import dev.baton.BatonCountDownLatch;
+import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.BatonSemaphore;
+import dev.baton.Runtimes;
 import dev.baton.testkit.RedisServer;
 import dev.baton.testkit.RespClient;
 import org.junit.jupiter.api.Test;

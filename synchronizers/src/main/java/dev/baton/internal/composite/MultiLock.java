@@ -1,0 +1,774 @@
+package dev.baton.internal.composite;
+
+// Over 300 lines on purpose: the one asynchronous sequence over the locks, its undo on every
+// failure path and the scoped work nested over the locks share the sequence's state; the
+// blocking methods are thin waits on it.
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.baton.Baton;
+import dev.baton.BatonLock;
+import dev.baton.BatonMultiLock;
+import dev.baton.LeaseScope;
+import dev.baton.LeaseWork;
+import dev.baton.RedisUnavailableException;
+import dev.baton.internal.command.Failures;
+import dev.baton.internal.engine.Blocking;
+import dev.baton.internal.lease.LeaseScopedWork;
+import dev.baton.internal.lock.RedisLock;
+import dev.baton.internal.support.Args;
+import dev.baton.internal.support.Names;
+import dev.baton.internal.time.Scheduler;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
+
+/*
+ * All-or-nothing over several locks, deadlock-free by taking them in one canonical order (by
+ * name; a name may appear once) whatever order the caller gave. Each lock does its own waiting
+ * through its client's acquire engine (leases, renewal, wake-ups); this class only sequences
+ * those acquisitions, one after the other within one wait budget, and undoes a partial
+ * acquisition, in reverse order, on every failure path: refused, timed out, cancelled
+ * (interrupt), Redis unavailable. There is one sequence, asynchronous; the blocking methods wait
+ * on it like every other lock's (an interrupt cancels the acquisition in progress, and the locks
+ * already taken are given back before InterruptedException is thrown).
+ */
+public final class MultiLock implements BatonMultiLock {
+
+    /** One lock-taking step for the lock at an index; completes false when refused (time ran out). */
+    private interface Step {
+        /**
+         * Starts taking one lock: the lock's own future (so cancelling it abandons that lock's
+         * wait); completed normally with {@code null} or {@code true} it was granted.
+         */
+        CompletionStage<?> take(BatonLock lock);
+    }
+
+    /** What an interrupted wait may take to give back what it took, at most. */
+    private static final long SETTLE_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    private final List<BatonLock> locks;
+    private final Scheduler clock;
+    /**
+     * Per multi-lock (its names) and owner, the members whose release Redis did not confirm at
+     * the owner's last unlock (each kept its hold, as a lock's unconfirmed unlock does), and what
+     * else that unlock met (a lost lease): the owner's next unlock of the same names releases only
+     * those members, so calling unlock again after a RedisUnavailableException completes it, never
+     * meets the members already released, and still reports the loss. Shared by every instance
+     * over the same names (a retry may build the multi-lock again), dropped when the owner starts
+     * a new acquisition of them, forgotten an hour after an unlock nobody called again.
+     */
+    private static final Cache<String, Pending> UNCONFIRMED = Caffeine.newBuilder()
+            .expireAfterWrite(Duration.ofHours(1)).maximumSize(10_000).build();
+
+    /** What the owner's next unlock must still do: the members to release, and a loss to report. */
+    private record Pending(List<Integer> members, Throwable reported) {
+    }
+
+    private final String names;
+
+    public MultiLock(List<? extends BatonLock> given, Scheduler clock) {
+        this.clock = clock;
+        Objects.requireNonNull(given, "locks");
+        if (given.isEmpty()) {
+            throw new IllegalArgumentException("locks must not be empty");
+        }
+        Set<String> seen = new HashSet<>();
+        for (BatonLock lock : given) {
+            Objects.requireNonNull(lock, "locks element");
+            if (!seen.add(orderKey(lock))) {
+                throw new IllegalArgumentException("lock '" + lock.getName() + "' is named twice: a multi-lock takes each "
+                        + "name once (for one name on several Redis deployments, use a RedLock)");
+            }
+        }
+        List<BatonLock> ordered = new ArrayList<>(given);
+        ordered.sort(Comparator.comparing(MultiLock::orderKey));
+        this.locks = List.copyOf(ordered);
+        List<String> each = new ArrayList<>();
+        ordered.forEach(l -> each.add(l.getName()));
+        this.names = String.join("\u0000", each);
+    }
+
+    /**
+     * The canonical order: by name alone, which every process sees the same whatever object
+     * stands for a lock (the client's own, or a view of a client not opened yet, as Spring's
+     * auto-configured bean gives out). A name may appear once: two locks of one name (two kinds
+     * on one Redis share the key; the same name on two Redis deployments is what a RedLock is
+     * for) would have no order every process agrees on.
+     */
+    private static String orderKey(BatonLock lock) {
+        return lock.getName();
+    }
+
+    @Override
+    public List<BatonLock> locks() {
+        return locks;
+    }
+
+    @Override
+    public void lock() {
+        Blocking.join(lockAsync(Names.threadOwner()).toCompletableFuture());
+    }
+
+    @Override
+    public void lock(long leaseTime, TimeUnit unit) {
+        checkLease(leaseTime, unit);
+        long owner = Names.threadOwner();
+        long leaseNanos = Args.noLease(leaseTime, unit) ? -1 : unit.toNanos(leaseTime);
+        Blocking.join(new Sequence(owner, leaseNanos, false, 0, l -> l.lockAsync(leaseTime, unit, owner)).start());
+    }
+
+    @Override
+    public void lockInterruptibly() throws InterruptedException {
+        long owner = Names.threadOwner();
+        await(new Sequence(owner, -1, false, 0, l -> l.lockAsync(owner)));
+    }
+
+    @Override
+    public boolean tryLock() {
+        long owner = Names.threadOwner();
+        return Blocking.join(new Sequence(owner, -1, true, clock.nanoTime(), l -> l.tryLockAsync(owner)).start());
+    }
+
+    @Override
+    public boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException {
+        return await(timed(waitTime, -1, unit, Names.threadOwner()));
+    }
+
+    @Override
+    public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        checkLease(leaseTime, unit);
+        return await(timed(waitTime, leaseTime, unit, Names.threadOwner()));
+    }
+
+    @Override
+    public void unlock() {
+        Blocking.join(unlockAsync(Names.threadOwner()).toCompletableFuture());
+    }
+
+    // ---- asynchronous twins ----------------------------------------------------------------
+
+    @Override
+    public CompletionStage<Void> lockAsync(long ownerId) {
+        Sequence sequence = new Sequence(ownerId, -1, false, 0, l -> l.lockAsync(ownerId));
+        CompletableFuture<Boolean> result = sequence.start();
+        // Derived by hand so that the caller's completion of it (cancel, orTimeout, by hand)
+        // reaches the sequence, and a set taken just as the caller gave up is given back.
+        CompletableFuture<Void> granted = new CompletableFuture<>();
+        result.whenComplete((ok, e) -> {
+            if (e != null) {
+                granted.completeExceptionally(e);
+            } else if (!granted.complete(null) && Boolean.TRUE.equals(ok)) {
+                releaseFrom(locks.size() - 1, ownerId);
+            }
+        });
+        granted.whenComplete((ok, e) -> {
+            if (!result.isDone()) {
+                result.cancel(false);
+            }
+        });
+        return granted;
+    }
+
+    @Override
+    public CompletionStage<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
+        checkLease(leaseTime, unit);
+        return timed(waitTime, leaseTime, unit, ownerId).start();
+    }
+
+    @Override
+    public CompletionStage<Void> unlockAsync(long ownerId) {
+        String key = pendingKey(ownerId);
+        Pending pending = UNCONFIRMED.asMap().remove(key);
+        List<Integer> order = new ArrayList<>();
+        if (pending != null) {
+            order.addAll(pending.members());
+        } else {
+            for (int i = locks.size() - 1; i >= 0; i--) {
+                order.add(i);
+            }
+        }
+        Throwable reportedBefore = pending == null ? null : pending.reported();
+        return releaseEach(order, ownerId, false).thenApply(errors -> {
+            List<Integer> notConfirmed = new ArrayList<>();
+            List<String> names = new ArrayList<>();
+            Throwable first = reportedBefore;
+            for (int index : order) {
+                Throwable e = errors[index];
+                if (e == null) {
+                    continue;
+                }
+                if (Failures.isConnectionFailure(e)) {
+                    notConfirmed.add(index);
+                    names.add(locks.get(index).getName());
+                    continue;
+                }
+                if (first == null) {
+                    first = e;
+                } else if (first != e) {
+                    first.addSuppressed(e);
+                }
+            }
+            if (!notConfirmed.isEmpty()) {
+                // Whatever else this unlock met (a lost lease) is thrown by the call that completes it.
+                UNCONFIRMED.put(key, new Pending(notConfirmed, first));
+                Throwable unconfirmedCause = errors[notConfirmed.get(0)];
+                throw new RedisUnavailableException("unlock of " + this + " by owner " + ownerId
+                        + " could not be confirmed for " + names + " (the other members are released); those keep"
+                        + " their holds, and calling unlock again on these names completes them", unconfirmedCause);
+            }
+            if (first != null) {
+                throw first instanceof RuntimeException re ? re : new CompletionException(first);
+            }
+            return null;
+        });
+    }
+
+    /** A lease as every member reads it: negative means watchdog leases, zero is refused. */
+    private static void checkLease(long leaseTime, TimeUnit unit) {
+        if (!Args.noLease(leaseTime, unit)) {
+            Args.leaseMs(leaseTime, unit);
+        }
+    }
+
+    /** Every lock within one wait budget; {@code leaseTime < 0} means watchdog leases. */
+    private Sequence timed(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
+        // Capped so that now + the wait cannot overflow (a quarter of the long range: 73 years).
+        long deadline = clock.nanoTime() + Math.min(Args.waitNanos(waitTime, unit), Long.MAX_VALUE / 4);
+        return new Sequence(ownerId, leaseTime < 0 ? -1 : unit.toNanos(leaseTime), true, deadline, l -> {
+            long remaining = Math.max(0, deadline - clock.nanoTime());
+            return leaseTime < 0
+                    ? l.tryLockAsync(remaining, TimeUnit.NANOSECONDS, ownerId)
+                    : l.tryLockAsync(remaining, unit.toNanos(leaseTime), TimeUnit.NANOSECONDS, ownerId);
+        });
+    }
+
+    /**
+     * Waits for a sequence interruptibly: an interrupt cancels the lock acquisition in progress,
+     * the locks already taken are given back, and then {@link InterruptedException} is thrown
+     * (unless the whole set had been taken already: then it is kept and the flag restored).
+     */
+    private static boolean await(Sequence sequence) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        CompletableFuture<Boolean> result = sequence.start();
+        try {
+            return result.get();
+        } catch (InterruptedException e) {
+            if (!result.cancel(false) && !result.isCompletedExceptionally() && Boolean.TRUE.equals(result.getNow(false))) {
+                Thread.currentThread().interrupt();
+                return true;
+            }
+            try {
+                sequence.givenBack.get(SETTLE_NANOS, TimeUnit.NANOSECONDS);
+            } catch (Exception ignored) {
+                // given back in the background; the interrupt is what the caller hears
+            }
+            throw e;
+        } catch (ExecutionException e) {
+            Throwable cause = Failures.unwrap(e.getCause());
+            throw cause instanceof RuntimeException re ? re : new IllegalStateException(cause);
+        }
+    }
+
+    /**
+     * One multi-lock acquisition: the locks taken one after the other in canonical order, each
+     * waiting within what is left of the wait time; once it has run out (at once for a wait of
+     * zero or less), the locks not yet taken get one attempt each, all at once (none waits, so
+     * no order is needed, and the call ends within one command timeout of the deadline, not one
+     * per lock). The result completes true when all are held; false, or exceptionally, once the
+     * locks taken so far have their give-backs sent (not answered: the owner's next acquisition
+     * of any of them waits for that answer, Leases.releasing, so it is never undone by them).
+     * Completing the result from outside (the caller's cancel, orTimeout, by hand, an interrupt)
+     * abandons it: the lock acquisitions in progress are cancelled and the locks already taken
+     * are given back at once.
+     *
+     * <p>With a fixed lease, the set is reported held only if every member's lease surely runs on
+     * (counted from the send of the attempt that granted it, less a drift): otherwise a member's
+     * lease may have run out while the others were taken, so the set is given back and taken
+     * again while the wait lasts (the simulation found grants of sets whose first member Redis no
+     * longer held, multi-lock seed 56). A lease shorter than taking the set takes never succeeds.
+     */
+    private final class Sequence {
+        private final long ownerId;
+        private final Step step;
+        /** The fixed lease of every member, in ns; negative: watchdog leases (no validity to check). */
+        private final long leaseNanos;
+        /** Whether the wait has a deadline, and when it runs out (compared by difference). */
+        private final boolean limited;
+        private final long deadline;
+        private final CompletableFuture<Boolean> result = new CompletableFuture<>();
+        /** Completes when a sequence that did not finish has given back every lock it took. */
+        final CompletableFuture<Void> givenBack = new CompletableFuture<>();
+        /** Completes when the lock acquisitions in progress at an abandon have settled (and grants they raced are given back). */
+        private final CompletableFuture<Void> inProgressSettled = new CompletableFuture<>();
+        /** Guards {@link #inProgress}, {@link #taken} and {@link #abandoned} (no monitor: virtual threads). */
+        private final ReentrantLock state = new ReentrantLock();
+        /** The lock acquisitions in progress (empty between locks); guarded by state. */
+        private List<CompletableFuture<?>> inProgress = List.of();
+        /** Locks 0 to {@code taken - 1} are held by this sequence; guarded by state. */
+        private int taken;
+        /** The result was completed from outside; guarded by state. */
+        private boolean abandoned;
+        /** Set before the sequence completes its result itself. */
+        private volatile boolean ending;
+        /** When each member's acquisition was started (a lower bound of its lease's start). */
+        private final long[] startedAt = new long[locks.size()];
+
+        Sequence(long ownerId, long leaseNanos, boolean limited, long deadline, Step step) {
+            this.ownerId = ownerId;
+            this.leaseNanos = leaseNanos;
+            this.limited = limited;
+            this.deadline = deadline;
+            this.step = step;
+            result.whenComplete((ok, e) -> {
+                if (!ending) {
+                    abandon();
+                }
+            });
+        }
+
+        CompletableFuture<Boolean> start() {
+            UNCONFIRMED.invalidate(pendingKey(ownerId));
+            next(0);
+            return result;
+        }
+
+        /** The result was completed from outside: stop the acquisitions in progress, give back what is held now. */
+        private void abandon() {
+            List<CompletableFuture<?>> stop;
+            int held;
+            state.lock();
+            try {
+                if (abandoned) {
+                    return;
+                }
+                abandoned = true;
+                stop = inProgress;
+                held = taken;
+                taken = 0;
+            } finally {
+                state.unlock();
+            }
+            if (stop.isEmpty()) {
+                inProgressSettled.complete(null);
+            } else {
+                stop.forEach(f -> f.cancel(false));
+            }
+            CompletableFuture.allOf(giveBack(upTo(held)), inProgressSettled).whenComplete((ok, e) -> givenBack.complete(null));
+        }
+
+        private void next(int index) {
+            if (index == locks.size()) {
+                complete();
+                return;
+            }
+            List<Integer> indexes = new ArrayList<>();
+            boolean atOnce = waitRanOut();
+            for (int i = index; i < (atOnce ? locks.size() : index + 1); i++) {
+                indexes.add(i);
+            }
+            state.lock();
+            try {
+                if (abandoned) {
+                    return; // abandon() found nothing in progress and gave back what was held
+                }
+            } finally {
+                state.unlock();
+            }
+            // Started outside the state lock: a lock's first call may open its client (a lazy view).
+            List<CompletableFuture<?>> takes = new ArrayList<>();
+            for (int i : indexes) {
+                startedAt[i] = clock.nanoTime();
+                CompletableFuture<?> taking;
+                try {
+                    taking = step.take(locks.get(i)).toCompletableFuture();
+                } catch (RuntimeException e) {
+                    taking = CompletableFuture.failedFuture(e);
+                }
+                takes.add(taking);
+            }
+            boolean stop;
+            state.lock();
+            try {
+                inProgress = takes;
+                stop = abandoned;
+            } finally {
+                state.unlock();
+            }
+            if (stop) {
+                takes.forEach(f -> f.cancel(false)); // abandoned while they started: their handler gives back what they got
+            }
+            boolean[] got = new boolean[takes.size()];
+            AtomicReference<Throwable> error = new AtomicReference<>();
+            List<CompletableFuture<?>> settled = new ArrayList<>();
+            for (int k = 0; k < takes.size(); k++) {
+                int slot = k;
+                settled.add(takes.get(k).handle((value, e) -> {
+                    got[slot] = e == null && (value == null || Boolean.TRUE.equals(value));
+                    Throwable cause = e == null ? null : Failures.unwrap(e);
+                    if (cause != null && !(cause instanceof CancellationException)) {
+                        error.compareAndSet(null, cause);
+                    }
+                    return null;
+                }));
+            }
+            CompletableFuture.allOf(settled.toArray(CompletableFuture[]::new)).whenComplete((x, y) -> {
+                List<Integer> grantedNow = new ArrayList<>();
+                for (int k = 0; k < got.length; k++) {
+                    if (got[k]) {
+                        grantedNow.add(indexes.get(k));
+                    }
+                }
+                boolean all = grantedNow.size() == indexes.size();
+                boolean wasAbandoned;
+                state.lock();
+                try {
+                    inProgress = List.of();
+                    wasAbandoned = abandoned;
+                    if (all && !abandoned) {
+                        taken = indexes.get(indexes.size() - 1) + 1;
+                    }
+                } finally {
+                    state.unlock();
+                }
+                if (wasAbandoned) {
+                    // Locks granted just as the wait was abandoned are held: give them back too.
+                    giveBack(reversed(grantedNow)).whenComplete((ok, e) -> inProgressSettled.complete(null));
+                } else if (all) {
+                    next(taken);
+                } else {
+                    failed(error.get(), reversed(grantedNow));
+                }
+            });
+        }
+
+        /**
+         * How many locks this sequence holds, now handed to the caller to give back (0 once
+         * abandoned: abandon() gives back what was held).
+         */
+        private int takeHeld() {
+            state.lock();
+            try {
+                int held = abandoned ? 0 : taken;
+                taken = 0;
+                return held;
+            } finally {
+                state.unlock();
+            }
+        }
+
+        /** Whether the wait has run out (never, for a wait without a deadline). */
+        private boolean waitRanOut() {
+            return limited && deadline - clock.nanoTime() <= 0;
+        }
+
+        /**
+         * Every lock is held: with a fixed lease, checks that every member's lease surely runs on
+         * (from the send of the attempt that granted it, on this client's clock, less a drift of 1 %
+         * + 2 ms, as the RedLock counts), then completes the result.
+         */
+        private void complete() {
+            if (leaseNanos >= 0 && !leasesRunOn()) {
+                // A member's lease may have run out while the others were taken: give the set
+                // back (sent; the next acquisitions of its members wait for the answers) and take
+                // it again while the wait lasts.
+                int held = takeHeld();
+                if (held == 0) {
+                    return; // abandoned meanwhile: abandon() gave back what was held
+                }
+                CompletableFuture<Void> back = giveBack(upTo(held));
+                if (waitRanOut()) {
+                    back.whenComplete((ok, e) -> givenBack.complete(null));
+                    finish(null);
+                } else {
+                    next(0);
+                }
+                return;
+            }
+            ending = true;
+            if (!result.complete(true)) {
+                abandon(); // completed from outside just as the last lock came
+            }
+        }
+
+        private boolean leasesRunOn() {
+            long now = clock.nanoTime();
+            long drift = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+            for (int i = 0; i < locks.size(); i++) {
+                long until = locks.get(i) instanceof RedisLock own ? own.surelyHeldUntil(ownerId) : startedAt[i] + leaseNanos;
+                if (until == Long.MIN_VALUE) {
+                    return false; // its lease ran out here already (and was forgotten)
+                }
+                if (until != Long.MAX_VALUE && until - drift - now <= 0) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /**
+         * A lock was refused, timed out or failed: gives back what is held ({@code alsoHeld}:
+         * granted in the last round besides locks 0 to taken - 1) and ends without the set once
+         * those give-backs are sent.
+         */
+        private void failed(Throwable error, List<Integer> alsoHeld) {
+            int held = takeHeld();
+            List<Integer> back = new ArrayList<>(alsoHeld);
+            back.addAll(upTo(held));
+            giveBack(back).whenComplete((ok, e) -> givenBack.complete(null));
+            finish(error);
+        }
+
+        /** Ends the sequence without the set: false, or {@code error}. */
+        private void finish(Throwable error) {
+            ending = true;
+            if (error != null) {
+                result.completeExceptionally(error);
+            } else {
+                result.complete(false);
+            }
+        }
+
+        /** Gives back the locks at {@code indexes} (sent at once, in that order); completes when all are answered or failed. */
+        private CompletableFuture<Void> giveBack(List<Integer> indexes) {
+            if (indexes.isEmpty()) {
+                return CompletableFuture.completedFuture(null);
+            }
+            return releaseEach(indexes, ownerId, true).thenApply(errors -> null);
+        }
+    }
+
+    /** Indexes {@code held - 1} down to 0. */
+    private static List<Integer> upTo(int held) {
+        List<Integer> order = new ArrayList<>();
+        for (int i = held - 1; i >= 0; i--) {
+            order.add(i);
+        }
+        return order;
+    }
+
+    private static List<Integer> reversed(List<Integer> indexes) {
+        List<Integer> out = new ArrayList<>(indexes);
+        Collections.reverse(out);
+        return out;
+    }
+
+    /** Gives back locks {@code from} down to 0 for the owner, each tried even if one before failed. */
+    private CompletableFuture<Void> releaseFrom(int from, long ownerId) {
+        List<Integer> order = upTo(from + 1);
+        return releaseEach(order, ownerId, true).thenApply(errors -> {
+            Throwable first = null;
+            for (int index : order) {
+                Throwable e = errors[index];
+                if (e == null) {
+                    continue;
+                }
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+            if (first != null) {
+                throw new CompletionException(first);
+            }
+            return null;
+        });
+    }
+
+    /**
+     * Releases the members at {@code order}: every unlock is sent at once, in that order (one
+     * client's commands reach Redis in the order sent), so the whole release takes one command
+     * timeout at most, not one per member; each is tried whatever the others do. Completes with
+     * what each threw, by index (null: released). {@code giveBack}: holds the caller never had
+     * (RedisLock.giveBackAsync: one Redis does not confirm is not kept); otherwise the owner's
+     * unlock (kept, and completed by unlock again).
+     */
+    private CompletableFuture<Throwable[]> releaseEach(List<Integer> order, long ownerId, boolean giveBack) {
+        Throwable[] errors = new Throwable[locks.size()];
+        List<CompletableFuture<Void>> all = new ArrayList<>(order.size());
+        for (int index : order) {
+            CompletableFuture<Void> here;
+            try {
+                BatonLock lock = locks.get(index);
+                here = giveBack && lock instanceof RedisLock own ? own.giveBackAsync(ownerId)
+                        : lock.unlockAsync(ownerId).toCompletableFuture();
+            } catch (RuntimeException e) {
+                here = CompletableFuture.failedFuture(e);
+            }
+            all.add(here.handle((ok, error) -> {
+                errors[index] = error == null ? null : Failures.unwrap(error);
+                return null;
+            }));
+        }
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).thenApply(ignored -> errors);
+    }
+
+    @Override
+    public <T, E extends Exception> T withLock(LeaseWork<T, E> work) throws E, InterruptedException {
+        Objects.requireNonNull(work, "work");
+        try {
+            return nested(0, List.of(), work);
+        } catch (InterruptedException e) {
+            throw e;
+        } catch (Exception e) {
+            throw LeaseScopedWork.<E>rethrow(e); // unchecked, or the work's own E
+        }
+    }
+
+    /**
+     * The work under the locks from {@code index} on, the ones before held with {@code taken}'s
+     * scopes: each lock's own scoped work holds the rest, so each stops the whole on its loss and
+     * the releases run in reverse order as the nesting unwinds.
+     */
+    private <T> T nested(int index, List<LeaseScope> taken, LeaseWork<T, ? extends Exception> work) throws Exception {
+        // A lock taken earlier may have been lost while this one was awaited (a grant that won
+        // the race with the stop's interrupt): go no further, with that lock's loss.
+        taken.forEach(LeaseScope::checkValid);
+        if (index == locks.size()) {
+            return work.run(new SetScope(taken));
+        }
+        return locks.get(index).<T, Exception>withLock(scope -> nested(index + 1, with(taken, scope), work));
+    }
+
+    @Override
+    public <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        return withLockAsync(Baton.newOwnerId(), work);
+    }
+
+    @Override
+    public <T> CompletionStage<T> withLockAsync(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        Objects.requireNonNull(work, "work");
+        return nestedAsync(0, ownerId, List.of(), work);
+    }
+
+    /**
+     * {@link #nested}'s asynchronous form: a lock's work stage is the next lock's scoped call
+     * (from the second on, as a stage that completes only once that call's release has been
+     * answered), so a stop cancels it, and each lock is released after the ones taken after it.
+     */
+    private <T> CompletionStage<T> nestedAsync(int index, long ownerId, List<LeaseScope> taken,
+                                              Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
+        taken.forEach(LeaseScope::checkValid); // an earlier lock lost, or the caller gone, meanwhile: no further
+        if (index == locks.size()) {
+            return work.apply(new SetScope(taken));
+        }
+        CompletionStage<T> call = locks.get(index).withLockAsync(ownerId,
+                scope -> nestedAsync(index + 1, ownerId, with(taken, scope), work));
+        return index == 0 ? call : new AfterRelease<>(call.toCompletableFuture(), RedisLock.settled(call));
+    }
+
+    /**
+     * An inner lock's scoped call as the outer lock's work stage: completes as the call did, but
+     * only once the call's release has been answered; cancelling it cancels the call (which
+     * stops its work and releases its lock) and lets it complete then.
+     */
+    private static final class AfterRelease<T> extends CompletableFuture<T> {
+        private final CompletableFuture<T> call;
+
+        AfterRelease(CompletableFuture<T> call, CompletableFuture<Void> settled) {
+            this.call = call;
+            settled.whenComplete((ok, ignored) -> call.whenComplete((value, failure) -> {
+                if (failure == null) {
+                    complete(value);
+                } else {
+                    completeExceptionally(Failures.unwrap(failure));
+                }
+            }));
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            call.cancel(mayInterruptIfRunning);
+            return true;
+        }
+    }
+
+    private static List<LeaseScope> with(List<LeaseScope> taken, LeaseScope scope) {
+        List<LeaseScope> all = new ArrayList<>(taken);
+        all.add(scope);
+        return List.copyOf(all);
+    }
+
+    /** The scope of work under the whole set: valid while each lock's is; a check throws the first lost lock's exception. */
+    private static final class SetScope implements LeaseScope {
+        private final List<LeaseScope> members;
+
+        SetScope(List<LeaseScope> members) {
+            this.members = members;
+        }
+
+        @Override
+        public String lockName() {
+            List<String> each = new ArrayList<>();
+            members.forEach(m -> each.add(m.lockName()));
+            return String.join(", ", each);
+        }
+
+        @Override
+        public Duration remaining() {
+            Duration least = null;
+            for (LeaseScope member : members) {
+                Duration left = member.remaining();
+                if (least == null || left.compareTo(least) < 0) {
+                    least = left;
+                }
+            }
+            return least;
+        }
+
+        @Override
+        public boolean isValid() {
+            return !remaining().isZero();
+        }
+
+        @Override
+        public void checkValid() {
+            members.forEach(LeaseScope::checkValid);
+        }
+
+        @Override
+        public OptionalLong fencingToken() {
+            return OptionalLong.empty();
+        }
+
+        @Override
+        public List<LeaseScope> members() {
+            return members;
+        }
+
+        @Override
+        public String toString() {
+            return "LeaseScope{" + lockName() + ", remaining " + remaining().toMillis() + " ms}";
+        }
+    }
+
+    private String pendingKey(long ownerId) {
+        return names + "\u0000" + ownerId;
+    }
+
+    @Override
+    public String toString() {
+        List<String> names = new ArrayList<>();
+        locks.forEach(l -> names.add(l.getName()));
+        return "BatonMultiLock" + names;
+    }
+}

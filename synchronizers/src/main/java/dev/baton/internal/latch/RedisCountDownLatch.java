@@ -1,0 +1,214 @@
+package dev.baton.internal.latch;
+
+import dev.baton.BatonCountDownLatch;
+import dev.baton.BatonObserver;
+import dev.baton.SynchronizerDeletedException;
+import dev.baton.internal.Services;
+import dev.baton.internal.command.CommandExecutor;
+import dev.baton.internal.engine.AcquireEngine;
+import dev.baton.internal.engine.Blocking;
+import dev.baton.internal.pubsub.WakeRule;
+import dev.baton.internal.support.Args;
+import dev.baton.internal.unconfirmed.Requests;
+import dev.baton.lua.Layout;
+import dev.baton.lua.Script;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+/*
+ * The count-down latch recipe: Redisson's layout (a STRING count at the name; "0" on the
+ * channel when it reaches zero, "1" when a new count is set or the latch is deleted) and the
+ * shared acquire engine for await().
+ *
+ * await() is an acquisition whose attempt only reads the count: zero or absent grants, a
+ * positive count refuses. Every waiter on the channel is woken by every message (the whole
+ * point of a latch), and a waiter whose announcement was lost re-checks after RECHECK_SECONDS:
+ * a bounded re-check, not a polling loop.
+ *
+ * Deleted versus reached zero: both leave the key absent. The message tells them apart: a
+ * waiter that saw the count positive, and then finds the latch gone after a "1" (new count or
+ * deletion), knows it was deleted and fails with SynchronizerDeletedException instead of waiting
+ * forever as Redisson's waiters do. A waiter whose re-check finds the key gone before the message
+ * arrived waits up to MESSAGE_GRACE_MS for it; only if it never comes is the latch taken to have
+ * reached zero.
+ */
+public final class RedisCountDownLatch implements BatonCountDownLatch {
+    private static final String ZERO_MESSAGE = "0";
+    private static final String NEW_COUNT_OR_DELETED_MESSAGE = "1";
+    private static final long RECHECK_MS = TimeUnit.SECONDS.toMillis(RECHECK_SECONDS);
+    private static final long MESSAGE_GRACE_MS = 500;
+
+    private final Services services;
+    private final String name;
+    private final String channel;
+    private final List<String> keys;
+
+    public RedisCountDownLatch(Services services, String name) {
+        this.services = services;
+        this.name = Args.name(name);
+        this.channel = Layout.latchChannel(name);
+        this.keys = List.of(name, channel);
+    }
+
+    @Override
+    public String getName() {
+        return name;
+    }
+
+    @Override
+    public void await() throws InterruptedException {
+        Blocking.awaitInterruptibly(() -> start(-1), services.cleanupNanos());
+    }
+
+    @Override
+    public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
+        long waitNanos = Args.timeoutNanos(timeout, unit);
+        return Blocking.awaitInterruptibly(() -> start(waitNanos), services.cleanupNanos());
+    }
+
+    @Override
+    public CompletionStage<Boolean> trySetCountAsync(long count) {
+        Args.count(count);
+        CommandExecutor executor = services.executor();
+        return executor.<Long>evalUntilAnswered(Script.LATCH_TRY_SET_COUNT, CommandExecutor.Reply.INTEGER,
+                        List.of(name, channel, Requests.key(name, Requests.newId())),
+                        List.of(Long.toString(count), NEW_COUNT_OR_DELETED_MESSAGE, services.requests().memoryArg()),
+                        executor.timeout().toNanos())
+                .thenApply(set -> set.value() == 1L);
+    }
+
+    @Override
+    public CompletionStage<Void> countDownAsync() {
+        services.checkOpen();
+        Requests ids = services.requests();
+        String key = Requests.key(name, Requests.newId());
+        return Requests.notToBeRepeated(ids.<Long>deliver(Script.LATCH_COUNT_DOWN, CommandExecutor.Reply.INTEGER,
+                        ids.withForgotten(name, List.of(name, channel, key)),
+                        List.of(ZERO_MESSAGE, ids.memoryArg()), name, key,
+                        "countDown of latch '" + name + "'").foreground())
+                .thenApply(left -> null);
+    }
+
+    @Override
+    public CompletionStage<Long> waiterCountAsync() {
+        services.checkOpen();
+        return services.executor().subscribers(channel);
+    }
+
+    @Override
+    public CompletionStage<Long> getCountAsync() {
+        return readCount();
+    }
+
+    @Override
+    public CompletionStage<Void> awaitAsync() {
+        return start(-1).untilGranted();
+    }
+
+    @Override
+    public CompletionStage<Boolean> awaitAsync(long timeout, TimeUnit unit) {
+        return start(Args.timeoutNanos(timeout, unit)).result();
+    }
+
+    @Override
+    public CompletionStage<Boolean> deleteAsync() {
+        return services.executor().<Long>eval(Script.LATCH_DELETE, CommandExecutor.Reply.INTEGER, keys,
+                List.of(NEW_COUNT_OR_DELETED_MESSAGE)).thenApply(deleted -> deleted == 1L);
+    }
+
+    private CompletableFuture<Long> readCount() {
+        return services.executor().read("GET", name, c -> c.get(name))
+                .thenApply(value -> value == null ? 0L : Math.max(0L, Long.parseLong(value)));
+    }
+
+
+
+    private AcquireEngine.Acquisition start(long waitNanos) {
+        services.checkOpen();
+        return services.engine().acquire(new ZeroWatch(), channel, WakeRule.ALL, waitNanos);
+    }
+
+    /** One await's attempts: read the count; zero grants. */
+    private final class ZeroWatch implements AcquireEngine.Attempt {
+        private volatile boolean listening;
+        private volatile boolean sawPositive;
+        private boolean gaveGrace;
+        private volatile String lastMessage;
+
+        @Override
+        public BatonObserver.Kind kind() {
+            return BatonObserver.Kind.COUNT_DOWN_LATCH;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public String description() {
+            return "awaiting count-down latch '" + name + "'";
+        }
+
+        @Override
+        public void messageSeen(String message) {
+            lastMessage = message;
+        }
+
+        @Override
+        public void subscribed() {
+            listening = true;
+        }
+
+        @Override
+        public CompletableFuture<AcquireEngine.Outcome> attempt() {
+            if (sawPositive && ZERO_MESSAGE.equals(lastMessage)) {
+                // The "0" came while subscribed, after a count this await read as positive while
+                // subscribed: the count reached zero since, which is all await() waits for. A read
+                // would only say it again (a round trip between the message and the return).
+                return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
+            }
+            return services.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
+                if (value != null && Long.parseLong(value) > 0) {
+                    // Only a count seen while subscribed promises a message when it changes.
+                    sawPositive = listening;
+                    lastMessage = null; // a "1" followed by a count was a new round, not a deletion
+                    return new AcquireEngine.Outcome(false, RECHECK_MS);
+                }
+                if (value != null || !sawPositive || ZERO_MESSAGE.equals(lastMessage)) {
+                    return AcquireEngine.Outcome.GRANTED;
+                }
+                // Gone, and no "0" yet. Give the messages a moment to arrive: a "0" may still be
+                // on its way (in a cluster a stale "1" from the arming can even come first).
+                if (!gaveGrace) {
+                    gaveGrace = true;
+                    return new AcquireEngine.Outcome(false, MESSAGE_GRACE_MS);
+                }
+                if (NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
+                    throw new SynchronizerDeletedException(name, "count-down latch '" + name
+                            + "' was deleted while this caller was waiting for it to reach zero");
+                }
+                // No message at all (lost): take the latch as having reached zero.
+                return AcquireEngine.Outcome.GRANTED;
+            });
+        }
+
+        @Override
+        public CompletableFuture<?> abandonUnknown() {
+            return CompletableFuture.completedFuture(null); // a read changes nothing
+        }
+
+        @Override
+        public CompletableFuture<?> releaseGranted() {
+            return CompletableFuture.completedFuture(null); // nothing is held
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "BatonCountDownLatch{" + name + "}";
+    }
+}
