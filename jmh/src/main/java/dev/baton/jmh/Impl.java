@@ -16,7 +16,7 @@ import java.util.concurrent.locks.Lock;
 public enum Impl {
     BATON {
         @Override
-        Client connect(String uri) {
+        public Client connect(String uri) {
             Baton baton = Baton.create(BatonOptions.create(uri));
             return new Client() {
                 @Override
@@ -100,7 +100,7 @@ public enum Impl {
     },
     REDISSON {
         @Override
-        Client connect(String uri) {
+        public Client connect(String uri) {
             Config config = new Config();
             config.useSingleServer().setAddress(uri);
             RedissonClient redisson = Redisson.create(config);
@@ -233,5 +233,5 @@ public enum Impl {
         void countDown();
     }
 
-    abstract Client connect(String uri);
+    public abstract Client connect(String uri);
 }

@@ -6,15 +6,16 @@ import dev.baton.testkit.RespClient;
 import java.net.URI;
 
 /**
- * The redis-server a benchmark fork talks to. {@link BenchmarkReport} starts one server for the
- * whole run and hands its address to every fork in the system property {@value #PROPERTY}, so
- * Baton, Redisson and the round-trip floor are all measured against the same process. A fork
+ * The redis-server a benchmark fork talks to. The report ({@code report.BenchmarkReport}) starts
+ * one server for the whole run and hands its address to every fork in the system property
+ * {@value #PROPERTY}, so Baton, Redisson and the round-trip floor are all measured against the
+ * same process. A fork
  * started without it (a single benchmark run straight from the JMH command line) starts a server
  * of its own on a free loopback port, stopped when the fork exits.
  */
-final class RedisForBenchmarks {
+public final class RedisForBenchmarks {
     /** System property naming the shared server, e.g. {@code redis://127.0.0.1:41234}. */
-    static final String PROPERTY = "baton.bench.redis";
+    public static final String PROPERTY = "baton.bench.redis";
 
     private static Target target;
 
@@ -22,7 +23,7 @@ final class RedisForBenchmarks {
     }
 
     /** The server for this fork. */
-    static synchronized Target get() {
+    public static synchronized Target get() {
         if (target == null) {
             String given = System.getProperty(PROPERTY);
             if (given != null && !given.isBlank()) {
@@ -41,13 +42,13 @@ final class RedisForBenchmarks {
     }
 
     /** Where the server listens, and a side channel for looking at it (not timed). */
-    record Target(String host, int port) {
-        String uri() {
+    public record Target(String host, int port) {
+        public String uri() {
             return "redis://" + host + ":" + port;
         }
 
         /** One command on a fresh plain connection, outside the clients being measured. */
-        Object command(String... args) {
+        public Object command(String... args) {
             try (RespClient client = new RespClient(host, port)) {
                 return client.call(args);
             }

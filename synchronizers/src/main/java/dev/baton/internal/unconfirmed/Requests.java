@@ -48,10 +48,11 @@ import java.util.concurrent.TimeUnit;
  * tried first: its pruning by the server's clock made every script call about 7 us slower.)
  *
  * Releases are never silently lost: a release (or countDown) that is not confirmed within the
- * command timeout is reported to the caller (RedisUnavailableException), and Baton keeps
- * sending the same request in the background until Redis answers it or the horizon, the
- * larger of 60 s and ten command timeouts, has passed; only then is it logged at ERROR as
- * possibly lost.
+ * command timeout is reported to the caller (as DoNotRetryException, the retry rule: see
+ * notToBeRepeated), and Baton keeps sending the same request in the background until Redis
+ * answers it or the horizon, the larger of 60 s and ten command timeouts, has passed; only then
+ * is it logged at ERROR as possibly lost. How this differs from a lock's unconfirmed release and
+ * an expirable permit's: this package's package-info.
  */
 public final class Requests {
     private static final Logger log = LoggerFactory.getLogger(Requests.class);

@@ -1,5 +1,7 @@
-package dev.baton.jmh;
+package dev.baton.jmh.report;
 
+import dev.baton.jmh.Impl;
+import dev.baton.jmh.RedisForBenchmarks;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -30,7 +32,7 @@ import java.util.concurrent.locks.Lock;
  * lock, the fair lock and a semaphore of 4 permits, Baton and Redisson on one redis-server; and
  * the Redis memory of a held lock and of a queued fair waiter. Writes the numbers as CSV and draws
  * them as PNG charts (XChart). Run with
- * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.ScaleCurves [--out DIR] [--ops N]}, or as
+ * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.report.ScaleCurves [--out DIR] [--ops N]}, or as
  * part of {@link BenchmarkReport}; {@code --redraw DIR} draws the charts again from the
  * {@code scale.csv} in DIR without measuring.
  */

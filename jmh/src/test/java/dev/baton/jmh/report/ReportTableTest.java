@@ -1,4 +1,6 @@
-package dev.baton.jmh;
+package dev.baton.jmh.report;
+
+import dev.baton.jmh.Impl;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

@@ -1,5 +1,7 @@
-package dev.baton.jmh;
+package dev.baton.jmh.report;
 
+import dev.baton.jmh.Impl;
+import dev.baton.jmh.RedisForBenchmarks;
 import dev.baton.testkit.RedisServer;
 import org.openjdk.jmh.infra.BenchmarkParams;
 import org.openjdk.jmh.results.Result;
@@ -27,7 +29,7 @@ import java.util.stream.Collectors;
  * writes one Markdown table with Baton's figure, Redisson's, their ratio and each goal's verdict.
  *
  * <pre>
- * java -cp jmh/target/benchmarks.jar dev.baton.jmh.BenchmarkReport [--quick] [--only REGEX]
+ * java -cp jmh/target/benchmarks.jar dev.baton.jmh.report.BenchmarkReport [--quick] [--only REGEX]
  *      [--forks N] [--no-counts] [--out FILE]
  * </pre>
  *

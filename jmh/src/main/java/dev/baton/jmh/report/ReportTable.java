@@ -1,5 +1,6 @@
-package dev.baton.jmh;
+package dev.baton.jmh.report;
 
+import dev.baton.jmh.Impl;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;

@@ -1,6 +1,8 @@
-package dev.baton.jmh;
+package dev.baton.jmh.report;
 
 
+import dev.baton.jmh.Impl;
+import dev.baton.jmh.RedisForBenchmarks;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -16,7 +18,7 @@ import java.util.concurrent.locks.Lock;
  * Counts, not timings, for Baton and Redisson on one redis-server in one run: Redis commands
  * per second spent renewing 10,000 held watchdog locks; commands and keys per lock+unlock pair;
  * pub/sub connections and failures with 1,000 threads waiting on 100 locks. Run with
- * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.ScaleReport} ({@code --contention}: only
+ * {@code java -cp jmh/target/benchmarks.jar dev.baton.jmh.report.ScaleReport} ({@code --contention}: only
  * the contended scenarios, with the CPU they cost per acquisition; {@code --semaphore}: only the
  * semaphore's, with its commands by name).
  */
