@@ -22,8 +22,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * @param lifecycle whether the client is still open
  */
 public record Services(CommandExecutor executor, AcquireEngine engine, Leases leases, ScriptRenewer renewer,
-                Requests requests, String clientId, Duration commandTimeout, Duration watchdogTimeout,
-                String target, Lifecycle lifecycle) {
+                       Requests requests, String clientId, Duration commandTimeout, Duration watchdogTimeout,
+                       String target, Lifecycle lifecycle) {
 
     /** Whether a client is open; {@link #close()} is final. */
     public static final class Lifecycle {

@@ -115,8 +115,8 @@ public final class CommandExecutor {
      *                        owner), or null for the command connection
      */
     public record Topology(boolean shardedPublish, Runnable onUnreachable,
-                    Function<String, CompletableFuture<Long>> subscriberCount,
-                    Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute) {
+                           Function<String, CompletableFuture<Long>> subscriberCount,
+                           Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute) {
         /** One Redis (standalone or behind Sentinel): nothing to route. */
         public static final Topology SINGLE = new Topology(false, () -> { }, null, null);
     }
@@ -133,8 +133,8 @@ public final class CommandExecutor {
     private volatile boolean closed;
 
     public CommandExecutor(StatefulConnection<String, String> connection,
-                    Supplier<RedisClusterAsyncCommands<String, String>> commands,
-                    Scheduler scheduler, Duration timeout, ReplicaSyncer.Config replicaSync, Topology topology) {
+                           Supplier<RedisClusterAsyncCommands<String, String>> commands,
+                           Scheduler scheduler, Duration timeout, ReplicaSyncer.Config replicaSync, Topology topology) {
         this.connection = connection;
         this.commands = commands;
         this.scheduler = scheduler;
@@ -321,7 +321,7 @@ public final class CommandExecutor {
      * a clean-up release once, in order (see {@link #evalCleanup}).
      */
     public CompletableFuture<Delivered<Long>> release(boolean cleanup, Script script, Reply reply, List<String> keys,
-                                               List<String> args) {
+                                                      List<String> args) {
         return cleanup ? evalCleanup(script, reply, keys, args) : evalUntilAnswered(script, reply, keys, args, timeoutNanos);
     }
 
@@ -387,7 +387,7 @@ public final class CommandExecutor {
      * certainly did not run is sent again within the command timeout.
      */
     public <T> CompletableFuture<T> read(String command, String key,
-                                  Function<RedisClusterAsyncCommands<String, String>, RedisFuture<T>> call) {
+                                         Function<RedisClusterAsyncCommands<String, String>, RedisFuture<T>> call) {
         AtomicReference<CompletableFuture<T>> current = new AtomicReference<>();
         AtomicBoolean givenUp = new AtomicBoolean();
         Supplier<CompletableFuture<T>> copy = () -> {

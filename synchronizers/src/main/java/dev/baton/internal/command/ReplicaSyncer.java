@@ -56,7 +56,7 @@ public final class ReplicaSyncer {
     private final Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> waitRoute;
 
     public ReplicaSyncer(Config config, Scheduler scheduler, long timeoutNanos, Bounder bounder,
-                  Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
+                         Function<String, CompletableFuture<RedisClusterAsyncCommands<String, String>>> route) {
         this.config = config;
         this.scheduler = scheduler;
         this.timeoutNanos = timeoutNanos;

@@ -96,7 +96,7 @@ public final class RedLock implements BatonRedLock {
 
     /** As above, with the source of the random pause between rounds ({@code from} inclusive, {@code to} exclusive). */
     public RedLock(String name, List<BatonLock> nodes, Duration nodeTimeout, AcquireEngine engine, Scheduler scheduler,
-            LongBinaryOperator random) {
+                   LongBinaryOperator random) {
         this.random = random;
         this.lines = nodes.get(0) instanceof RedisLock own ? own.leaseTable() : new Leases(scheduler, null);
         this.name = name;

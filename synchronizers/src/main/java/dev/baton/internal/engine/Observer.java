@@ -52,7 +52,7 @@ public final class Observer {
     }
 
     public void acquisitionEnded(BatonObserver.Kind kind, String name, BatonObserver.Outcome outcome, long waitedNanos,
-                          Object started) {
+                                 Object started) {
         if (observer != null && kind != null) {
             safely(() -> observer.acquisitionEnded(kind, name, outcome, waitedNanos, started));
         }

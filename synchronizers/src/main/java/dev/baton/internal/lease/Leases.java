@@ -113,7 +113,7 @@ public final class Leases {
      * by an attempt sent at {@code sentNanos}.
      */
     public Lease granted(String key, String owner, int holds, long leaseMs, boolean watchdog, Lease.Renewal renewal,
-                  long sentNanos) {
+                         long sentNanos) {
         Key k = new Key(key, owner);
         lost.invalidate(k);
         long now = scheduler.nanoTime();

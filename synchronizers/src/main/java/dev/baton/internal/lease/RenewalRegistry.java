@@ -67,7 +67,7 @@ public final class RenewalRegistry implements AutoCloseable {
      * @param slotOf the cluster slot of a key, or a constant in standalone Redis
      */
     public RenewalRegistry(Renewer renewer, LossHandler onLost, Scheduler scheduler, ToIntFunction<String> slotOf,
-                    long watchdogMs, int batchSize) {
+                           long watchdogMs, int batchSize) {
         this(renewer, onLost, scheduler, slotOf, watchdogMs, batchSize, Observer.NONE);
     }
 
@@ -76,7 +76,7 @@ public final class RenewalRegistry implements AutoCloseable {
      * @param observer told how long each renewal call took
      */
     public RenewalRegistry(Renewer renewer, LossHandler onLost, Scheduler scheduler, ToIntFunction<String> slotOf,
-                    long watchdogMs, int batchSize, Observer observer) {
+                           long watchdogMs, int batchSize, Observer observer) {
         this.observer = observer;
         this.renewer = renewer;
         this.onLost = onLost;

@@ -63,8 +63,8 @@ public final class ShardedSubscriber implements PubSubService.Subscriber {
     private final Map<String, Node> nodeOfChannel = new ConcurrentHashMap<>();
 
     public ShardedSubscriber(StatefulRedisClusterConnection<String, String> commands,
-                      StatefulRedisClusterPubSubConnection<String, String> pubSub, Runnable refreshTopology,
-                      Scheduler scheduler) {
+                             StatefulRedisClusterPubSubConnection<String, String> pubSub, Runnable refreshTopology,
+                             Scheduler scheduler) {
         this.commands = commands;
         this.pubSub = pubSub;
         this.refreshTopology = refreshTopology;

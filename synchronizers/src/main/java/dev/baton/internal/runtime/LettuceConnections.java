@@ -71,11 +71,11 @@ import java.util.regex.Pattern;
  * @param target     where Redis is, without credentials
  */
 public record LettuceConnections(StatefulConnection<String, String> commands,
-                          Supplier<RedisClusterAsyncCommands<String, String>> async,
-                          StatefulRedisPubSubConnection<String, String> pubSub, boolean cluster,
-                          Function<Scheduler, PubSubService.Subscriber> subscriber,
-                          CommandExecutor.Topology topology, TopologyRefresh refresh, AbstractRedisClient owned,
-                          String target) {
+                                 Supplier<RedisClusterAsyncCommands<String, String>> async,
+                                 StatefulRedisPubSubConnection<String, String> pubSub, boolean cluster,
+                                 Function<Scheduler, PubSubService.Subscriber> subscriber,
+                                 CommandExecutor.Topology topology, TopologyRefresh refresh, AbstractRedisClient owned,
+                                 String target) {
     private static final Logger log = LoggerFactory.getLogger(LettuceConnections.class);
 
     /** The longest pause between two reconnect attempts of a client Baton owns. */

@@ -185,7 +185,7 @@ public final class Requests {
      * is idempotent by other means (a release by permit id).
      */
     public <T> Delivery<T> deliver(Script script, CommandExecutor.Reply reply, List<String> keys, List<String> args,
-                            String name, String key, String what) {
+                                   String name, String key, String what) {
         long started = scheduler.nanoTime();
         CompletableFuture<T> landed = new CompletableFuture<>();
         CompletableFuture<T> foreground = new CompletableFuture<>();
