@@ -146,7 +146,7 @@ class SimulationTest {
     @Test
     void aSeedReplaysByteForByte() {
         for (String kind : KINDS) {
-            for (long seed : new long[] {3, 4}) {
+            for (long seed : new long[] {1, 2}) {
                 Simulation one = simulation(kind, seed, true);
                 one.run();
                 Simulation two = simulation(kind, seed, true);
