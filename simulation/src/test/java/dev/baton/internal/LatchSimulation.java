@@ -19,8 +19,10 @@ import java.util.concurrent.TimeUnit;
  * <p>Checked against the simulated keyspace: a wait that returns {@code true} does so only once
  * {@value #COUNT} count-downs have been called (a count-down counted twice would open it early);
  * every timed wait ends within its bound on virtual time; a count-down either returns or throws
- * {@code DoNotRetryException} (Baton finishes it); after the drain every wait has ended, the last
- * ones opened, and the latch is at zero in Redis (nothing lost).
+ * {@code DoNotRetryException} (Baton finishes it); no wait goes on while the latch is open in Redis
+ * for longer than {@link Simulation#unawareBound} (a wake-up lost where no message was); after
+ * the drain every wait has ended, the last ones opened, and the latch is at zero in Redis
+ * (nothing lost).
  */
 final class LatchSimulation extends Simulation {
 
@@ -30,9 +32,47 @@ final class LatchSimulation extends Simulation {
     final List<Waiter> waiters;
     int countDownsCalled;
 
+    /** How long a wait may go on while the latch is open in Redis ({@link Simulation#unawareBound}). */
+    final long openBound;
+
     LatchSimulation(long seed, boolean trace, Duration run) {
         super("latch", seed, trace, run);
         waiters = threeEach(clients, Waiter::new);
+        openBound = unawareBound(BatonCountDownLatch.RECHECK_SECONDS);
+        world.watch = this::watchOpen;
+    }
+
+    /** Whether the latch is open in Redis now (its count reached zero and the key went). */
+    boolean openInRedis() {
+        return world.server.redis.peekString(NAME) == null;
+    }
+
+    /**
+     * Between commands: a pending wait that has seen the latch open in Redis for longer than
+     * {@link #openBound} is a violation; otherwise each wait's clock starts when the latch opens.
+     */
+    void watchOpen() {
+        boolean open = openInRedis();
+        for (Waiter w : waiters) {
+            if (!w.waiting) {
+                continue;
+            }
+            judgeUnaware(w);
+            if (!open) {
+                w.openSince = -1;
+            } else if (w.openSince < 0) {
+                w.openSince = world.now();
+            }
+        }
+    }
+
+    /** Whether {@code w}'s wait has outlived {@link #openBound} while the latch was open. */
+    void judgeUnaware(Waiter w) {
+        if (w.openSince >= 0 && world.now() - w.openSince > openBound) {
+            violation(w + " waited " + (world.now() - w.openSince) / 1000 + " µs while the latch was open in Redis (bound "
+                    + openBound / 1000 + " µs): a wake-up lost");
+            w.openSince = -1;
+        }
     }
 
     @Override
@@ -60,6 +100,10 @@ final class LatchSimulation extends Simulation {
         final int index;
         final BatonCountDownLatch latch;
         boolean lastWaitDone;
+        /** Whether a wait of this actor's is pending. */
+        boolean waiting;
+        /** Since when the latch has been open in Redis during this wait (-1: not open). */
+        long openSince = -1;
 
         Waiter(SimClient client, int index) {
             this.client = client;
@@ -131,7 +175,12 @@ final class LatchSimulation extends Simulation {
             doing = how;
             world.note(this + " calls " + how);
             long asked = world.now();
+            waiting = true;
+            openSince = openInRedis() ? asked : -1;
             call.whenComplete((open, error) -> {
+                judgeUnaware(this);
+                waiting = false;
+                openSince = -1;
                 if (ended(how, asked, boundOf(waitMs), error) != null) {
                     if (how.endsWith("at the end")) {
                         lastWaitDone = false; // wait again: the last wait must open

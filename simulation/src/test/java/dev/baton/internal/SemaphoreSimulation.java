@@ -19,9 +19,10 @@ import java.util.concurrent.TimeUnit;
  * <p>Checked against the simulated keyspace: at every grant, the permits Redis counts as
  * available plus those callers hold never exceed {@value #PERMITS} (no permit given twice); every
  * timed call ends within its bound on virtual time; a release either returns or throws
- * {@code DoNotRetryException} (Baton finishes it); and after the run and a calm drain every call
- * has ended and Redis counts exactly {@value #PERMITS} available: nothing lost, nothing counted
- * twice.
+ * {@code DoNotRetryException} (Baton finishes it); no wait goes on while Redis counts the permits
+ * it asks for as available for longer than {@link #strandBound} (a wake-up lost where no message
+ * was); and after the run and a calm drain every call has ended and Redis counts exactly
+ * {@value #PERMITS} available: nothing lost, nothing counted twice.
  */
 final class SemaphoreSimulation extends Simulation {
 
@@ -30,9 +31,46 @@ final class SemaphoreSimulation extends Simulation {
 
     final List<Taker> takers;
 
+    /**
+     * How long a wait may go on while Redis counts at least the permits it asks for as available,
+     * with nobody taking any ({@link Simulation#unawareBound}).
+     */
+    final long strandBound;
+
     SemaphoreSimulation(long seed, boolean trace, Duration run) {
         super("semaphore", seed, trace, run);
         takers = threeEach(clients, Taker::new);
+        strandBound = unawareBound(BatonSemaphore.RECHECK_SECONDS);
+        world.watch = this::watchFree;
+    }
+
+    /**
+     * Between commands: a pending wait whose permits Redis has counted as available for longer
+     * than {@link #strandBound}, continuously, is a violation; otherwise each wait's clock starts
+     * when its permits become available and stops when they are not.
+     */
+    void watchFree() {
+        long available = availableInRedis();
+        for (Taker t : takers) {
+            if (t.waitingFor == 0) {
+                continue;
+            }
+            judgeStranded(t);
+            if (available < t.waitingFor) {
+                t.freeSince = -1;
+            } else if (t.freeSince < 0) {
+                t.freeSince = world.now();
+            }
+        }
+    }
+
+    /** Whether {@code t}'s wait has outlived {@link #strandBound} while its permits were free. */
+    void judgeStranded(Taker t) {
+        if (t.freeSince >= 0 && world.now() - t.freeSince > strandBound) {
+            violation(t + " waited for " + t.waitingFor + " for " + (world.now() - t.freeSince) / 1000 + " µs while Redis"
+                    + " counted them available and nobody took any (bound " + strandBound / 1000 + " µs): a wake-up lost");
+            t.freeSince = -1;
+        }
     }
 
     @Override
@@ -64,8 +102,8 @@ final class SemaphoreSimulation extends Simulation {
     }
 
     long availableInRedis() {
-        Object[] value = world.keyspace().get(NAME);
-        return value == null ? 0 : Long.parseLong((String) value[1]);
+        String value = world.server.redis.peekString(NAME);
+        return value == null ? 0 : Long.parseLong(value);
     }
 
     /** One actor: takes 1 or 2 permits, holds them, releases them; one operation at a time. */
@@ -74,6 +112,10 @@ final class SemaphoreSimulation extends Simulation {
         final int index;
         final BatonSemaphore semaphore;
         int held;
+        /** The permits this taker's pending acquire asks for (0: none pending). */
+        int waitingFor;
+        /** Since when Redis has counted {@link #waitingFor} available, continuously (-1: not now). */
+        long freeSince = -1;
 
         Taker(SimClient client, int index) {
             this.client = client;
@@ -120,7 +162,12 @@ final class SemaphoreSimulation extends Simulation {
             doing = how;
             world.note(this + " calls " + how);
             long asked = world.now();
+            waitingFor = k;
+            freeSince = availableInRedis() >= k ? asked : -1;
             call.whenComplete((got, error) -> {
+                judgeStranded(this);
+                waitingFor = 0;
+                freeSince = -1;
                 if (ended(how, asked, boundOf(waitMs), error) != null) {
                     return;
                 }

@@ -46,7 +46,12 @@ final class SimWorld {
     private long steps;
     /** Set for the drain: no more stalls, resets or lost messages (what is under way goes on). */
     boolean calm;
-
+    /**
+     * What a simulation watches on the keyspace: run just before and just after every command the
+     * first simulated Redis serves (a check that needs the moments between commands, such as how
+     * long permits stayed free).
+     */
+    Runnable watch = () -> { };
     /**
      * Owners (client id:owner id) a copy of whose release or acquire ran on a connection that had
      * already dropped or past its command timeout: a late copy, which guarantees.md lists with what Baton cannot promise (a
@@ -179,9 +184,16 @@ final class SimWorld {
         /** Runs one command at virtual now; publishes what it published. */
         Object serve(String[] args) {
             redis.setMicros(EPOCH_MS * 1000 + now / 1000);
+            boolean watched = this == server;
+            if (watched) {
+                watch.run();
+            }
             try {
                 return redis.command(args);
             } finally {
+                if (watched) {
+                    watch.run();
+                }
                 for (SimRedis.Published p : redis.takePublished()) {
                     note("publish " + p.channel() + " " + p.message());
                     for (SimWire.PubSub s : List.copyOf(subscribers.getOrDefault(p.channel(), Set.of()))) {

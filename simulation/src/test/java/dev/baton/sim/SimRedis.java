@@ -587,6 +587,12 @@ public final class SimRedis {
         return Double.toString(score);
     }
 
+    /** The string at {@code key} now, or {@code null} when there is none: a checker's look that runs no command. */
+    public String peekString(String key) {
+        Entry e = live(key);
+        return e != null && e.value instanceof String s ? s : null;
+    }
+
     /** The keys alive now, each with its type, value and expiry time (ms since the epoch, -1: none), for comparing keyspaces. */
     public Map<String, Object[]> dump() {
         Map<String, Object[]> out = new TreeMap<>();
