@@ -28,7 +28,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 6, time = 2)
-@Measurement(iterations = 3, time = 3)
+@Measurement(iterations = 5, time = 3)
 @Fork(1)
 @Threads(16)
 public class SemaphoreTwoClientsBenchmark {
