@@ -236,6 +236,35 @@ class ReadWriteLockTest extends TwoClientsTest {
         assertEquals(0L, redis.command("EXISTS", "baton_rwlock_writer:{marked}"), "the mark goes with the grant");
     }
 
+    /**
+     * A writer that gives up its wait wakes the readers its mark kept out: they come in by the
+     * message, not when the mark's TTL (up to 3 s) would have run out (the simulation's
+     * read-write seed 282 found readers waiting on a free lock).
+     */
+    @Test
+    void aWriterThatGivesUpWakesTheReadersItsMarkKeptOut() throws Exception {
+        BatonLock read = a.readWriteLock("leaving").readLock();
+        read.lock();
+        long writerStarted = System.nanoTime();
+        Future<Boolean> writer = threads.submit(() -> b.readWriteLock("leaving").writeLock().tryLock(500, TimeUnit.MILLISECONDS));
+        Await.until(Duration.ofSeconds(10), () -> "the waiting writer's mark",
+                () -> Long.valueOf(1L).equals(redis.command("EXISTS", "baton_rwlock_writer:{leaving}")));
+        Future<Long> reader = threads.submit(() -> {
+            BatonLock other = b.readWriteLock("leaving").readLock();
+            assertTrue(other.tryLock(15, TimeUnit.SECONDS));
+            long got = System.nanoTime();
+            other.unlock();
+            return got;
+        });
+        assertFalse(writer.get(15, TimeUnit.SECONDS), "the writer gives up while the read is held");
+        long gaveUp = System.nanoTime();
+        long got = reader.get(15, TimeUnit.SECONDS);
+        assertTrue(got - writerStarted >= TimeUnit.MILLISECONDS.toNanos(450), "kept out while the writer waited");
+        assertTrue(got - gaveUp <= Bounds.within(Bounds.WAKE).toNanos(),
+                "woken by the writer's leaving, " + TimeUnit.NANOSECONDS.toMillis(got - gaveUp) + " ms after it, not by the mark's TTL");
+        read.unlock();
+    }
+
     @Test
     void noWriterWhileReadersReadAndNoLostWriteAcrossTwoClients() throws Exception {
         AtomicInteger readers = new AtomicInteger();

@@ -464,7 +464,8 @@ class ScriptDifferentialTest {
                 return new Call(script, List.of(n, Layout.readHoldPrefix(n, owner)), List.of(lease(r), owner));
             }
             case RWLOCK_WRITER_LEAVE: {
-                return new Call(script, List.of(Layout.writerMark(name(r, "rw"))), List.of(owner + ":write"));
+                String n = name(r, "rw");
+                return new Call(script, List.of(Layout.writerMark(n), n, Layout.rwlockChannel(n)), List.of(owner + ":write", "1"));
             }
             case SEMAPHORE_ACQUIRE: {
                 String n = name(r, "sem");

@@ -94,8 +94,10 @@ public final class WriteLockRecipe implements LockRecipe {
 
     @Override
     public CompletableFuture<?> leave(String writer) {
-        // A writer that gives up takes its mark with it (only if the mark is its own).
-        return executor.evalCleanup(Script.RWLOCK_WRITER_LEAVE, CommandExecutor.Reply.INTEGER, List.of(mark), List.of(writer));
+        // A writer that gives up takes its mark with it (only if the mark is its own), and wakes
+        // the readers the mark refused unless a writer holds the lock.
+        return executor.evalCleanup(Script.RWLOCK_WRITER_LEAVE, CommandExecutor.Reply.INTEGER, List.of(mark, name, channel),
+                List.of(writer, WAKE_ALL_MESSAGE));
     }
 
     @Override
