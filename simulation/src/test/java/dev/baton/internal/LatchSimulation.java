@@ -38,7 +38,7 @@ final class LatchSimulation extends Simulation {
     LatchSimulation(long seed, boolean trace, Duration run) {
         super("latch", seed, trace, run);
         waiters = threeEach(clients, Waiter::new);
-        openBound = unawareBound(BatonCountDownLatch.RECHECK_SECONDS);
+        openBound = unawareBound(TimeUnit.SECONDS.toNanos(BatonCountDownLatch.RECHECK_SECONDS));
         world.watch = this::watchOpen;
     }
 

@@ -42,9 +42,67 @@ final class LockSimulation extends Simulation {
 
     final List<Owner> owners;
 
+    /**
+     * How long a wait may go on while the lock is free in Redis with nobody taking it
+     * ({@link Simulation#unawareBound}); where a release's message can be lost, a waiter learns
+     * of the free lock when the lease it last read would have run out (the longest: the watchdog,
+     * or a fixed lease of up to 1 s). Not judged for the fair lock, where the queue names who
+     * takes the lock next and a dead head keeps it for the fair waiter timeout.
+     */
+    final long freeBound;
+
     LockSimulation(String kind, long seed, boolean trace, Duration run) {
         super(requireKind(kind), seed, trace, run);
         owners = threeEach(clients, Owner::new);
+        freeBound = unawareBound(Math.max(watchdog.toNanos(), TimeUnit.SECONDS.toNanos(1)));
+        if (!kind.equals("fairLock")) {
+            world.watch = this::watchFree;
+        }
+    }
+
+    /** Whether nobody holds the lock in Redis now (either side, for the read-write lock). */
+    boolean freeInRedis() {
+        return !world.server.redis.exists(NAME);
+    }
+
+    /**
+     * Between commands: a pending wait that has seen the lock free in Redis for longer than
+     * {@link #freeBound} is a violation; otherwise each wait's clock starts when the lock is free.
+     */
+    void watchFree() {
+        boolean free = freeInRedis();
+        for (Owner o : owners) {
+            if (!o.waiting) {
+                continue;
+            }
+            judgeUnaware(o);
+            if (!free) {
+                o.freeSince = -1;
+            } else if (o.freeSince < 0) {
+                o.freeSince = world.now();
+            }
+        }
+    }
+
+    /** Whether {@code o}'s wait has outlived {@link #freeBound} while the lock was free; ends its clock. */
+    void judgeUnaware(Owner o) {
+        if (o.freeSince >= 0 && world.now() - o.freeSince > freeBound) {
+            violation(o + " waited " + (world.now() - o.freeSince) / 1000 + " µs while the lock was free in Redis (bound "
+                    + freeBound / 1000 + " µs): a wake-up lost");
+            o.freeSince = -1;
+        }
+    }
+
+    /** Starts judging {@code o}'s wait, or (waiting false) ends it. */
+    void waiting(Owner o, boolean waiting) {
+        if (kind.equals("fairLock")) {
+            return;
+        }
+        if (!waiting) {
+            judgeUnaware(o);
+        }
+        o.waiting = waiting;
+        o.freeSince = waiting && freeInRedis() ? world.now() : -1;
     }
 
     private static String requireKind(String kind) {
@@ -112,6 +170,10 @@ final class LockSimulation extends Simulation {
         private final BatonLock exclusive;
         private final BatonLock shared;
 
+        /** Whether an acquisition of this owner's is pending (judged by {@link #watchFree}). */
+        boolean waiting;
+        /** Since when the lock has been free in Redis during this wait (-1: not free). */
+        long freeSince = -1;
         /** While holding: when granted, and whether another grant overtook this hold. */
         long grantedAt = -1;
         long askedAt;
@@ -199,7 +261,9 @@ final class LockSimulation extends Simulation {
             long bound = waitMs < 0 ? -1 : boundOf(waitMs) + (followsAbandoned ? COMMAND_TIMEOUT.toNanos() : 0);
             followsAbandoned = false;
             long asked = world.now();
+            waiting(this, true);
             call.whenComplete((got, error) -> {
+                waiting(this, false);
                 Throwable e = ended(how, asked, bound, error);
                 if (e != null) {
                     followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException;
@@ -229,8 +293,10 @@ final class LockSimulation extends Simulation {
             followsAbandoned = false;
             long asked = world.now();
             boolean[] ran = {false};
+            waiting(this, true);
             CompletableFuture<String> result = lock.withLockAsync(ownerId, s -> {
                 ran[0] = true;
+                waiting(this, false);
                 CompletableFuture<String> work = new CompletableFuture<>();
                 work.whenComplete((v, e) -> releasing = true);
                 if (!grant(how, 0)) {
@@ -250,6 +316,9 @@ final class LockSimulation extends Simulation {
                 endedByCaller(result, giveUp == 0);
             }
             result.whenComplete((v, error) -> {
+                if (!ran[0]) {
+                    waiting(this, false);
+                }
                 Throwable e = unwrap(error);
                 dev.baton.LeaseScope held = scope;
                 scope = null;

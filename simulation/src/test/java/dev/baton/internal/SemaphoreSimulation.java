@@ -40,7 +40,7 @@ final class SemaphoreSimulation extends Simulation {
     SemaphoreSimulation(long seed, boolean trace, Duration run) {
         super("semaphore", seed, trace, run);
         takers = threeEach(clients, Taker::new);
-        strandBound = unawareBound(BatonSemaphore.RECHECK_SECONDS);
+        strandBound = unawareBound(TimeUnit.SECONDS.toNanos(BatonSemaphore.RECHECK_SECONDS));
         world.watch = this::watchFree;
     }
 

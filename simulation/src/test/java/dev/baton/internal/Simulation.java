@@ -119,18 +119,19 @@ abstract class Simulation {
 
     /**
      * How long a wait may stay unaware that what it waits for is there (a semaphore's permits
-     * free, a latch open) with nobody taking it away, in this run's faults. Where they lose no
-     * message and reset no connection, every change is announced and heard, so the bound is what
-     * the message and the attempt it starts take: each leg of the simulated wire takes at most
-     * 300 µs plus what is queued before it on the same connection, so 3 ms (the most measured over
-     * 1,000 semaphore seeds was 1.3 ms; with the semaphore's wake-up passed on to a smaller request
-     * switched off, 12 ms, and over 3 ms in 785 waits); with stalls, one stalled command more.
-     * Where messages can be lost or connections reset, it is the kind's re-check promise
-     * ({@code recheckSeconds}), a stalled command and 150 ms.
+     * free, a latch open, a lock free) with nobody taking it away, in this run's faults. Where they
+     * lose no message and reset no connection, every change is announced and heard, so the bound
+     * is what the message and the attempt it starts take: each leg of the simulated wire takes at
+     * most 300 µs plus what is queued before it on the same connection, so 3 ms (the most
+     * measured over 1,000 semaphore seeds was 1.3 ms; with the semaphore's wake-up passed on to a
+     * smaller request switched off, 12 ms, and over 3 ms in 785 waits); with stalls, one stalled
+     * command more. Where messages can be lost or connections reset, it is the kind's promise
+     * for a lost message ({@code recheckNanos}: the semaphore's and the latch's re-check, the
+     * longest lease a lock waiter's timer may run to), a stalled command and 150 ms.
      */
-    long unawareBound(int recheckSeconds) {
+    long unawareBound(long recheckNanos) {
         if (faults.messageLoss() > 0 || faults.resetEveryMicros() > 0) {
-            return TimeUnit.SECONDS.toNanos(recheckSeconds) + LONGEST_STALL.toNanos() + SLACK_NANOS;
+            return recheckNanos + LONGEST_STALL.toNanos() + SLACK_NANOS;
         }
         return TimeUnit.MILLISECONDS.toNanos(3) + TimeUnit.MICROSECONDS.toNanos(faults.stallMaxMicros());
     }

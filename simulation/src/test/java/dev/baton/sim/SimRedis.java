@@ -593,6 +593,11 @@ public final class SimRedis {
         return e != null && e.value instanceof String s ? s : null;
     }
 
+    /** Whether {@code key} exists now: a checker's look that runs no command. */
+    public boolean exists(String key) {
+        return live(key) != null;
+    }
+
     /** The keys alive now, each with its type, value and expiry time (ms since the epoch, -1: none), for comparing keyspaces. */
     public Map<String, Object[]> dump() {
         Map<String, Object[]> out = new TreeMap<>();
