@@ -250,12 +250,16 @@ class ReadWriteLockTest extends TwoClientsTest {
         Await.until(Duration.ofSeconds(10), () -> "the waiting writer's mark",
                 () -> Long.valueOf(1L).equals(redis.command("EXISTS", "baton_rwlock_writer:{leaving}")));
         Future<Long> reader = threads.submit(() -> {
-            BatonLock other = b.readWriteLock("leaving").readLock();
+            BatonLock other = a.readWriteLock("leaving").readLock(); // another owner of client a
             assertTrue(other.tryLock(15, TimeUnit.SECONDS));
             long got = System.nanoTime();
             other.unlock();
             return got;
         });
+        // Client a subscribes once its reader was refused; the writer on b is subscribed already.
+        redis.awaitSubscribers("redisson_rwlock:{leaving}", 2);
+        assertFalse(writer.isDone(), "the reader was refused while the writer still waited (its mark in Redis)");
+        assertFalse(reader.isDone(), "the reader waits");
         assertFalse(writer.get(15, TimeUnit.SECONDS), "the writer gives up while the read is held");
         long gaveUp = System.nanoTime();
         long got = reader.get(15, TimeUnit.SECONDS);
