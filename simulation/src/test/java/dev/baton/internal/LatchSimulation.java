@@ -37,42 +37,17 @@ final class LatchSimulation extends Simulation {
 
     LatchSimulation(long seed, boolean trace, Duration run) {
         super("latch", seed, trace, run);
-        waiters = threeEach(clients, Waiter::new);
         openBound = unawareBound(TimeUnit.SECONDS.toNanos(BatonCountDownLatch.RECHECK_SECONDS));
-        world.watch = this::watchOpen;
+        waiters = threeEach(clients, Waiter::new);
+        world.watch = () -> {
+            boolean open = openInRedis();
+            waiters.forEach(w -> w.clock.watch(() -> open));
+        };
     }
 
     /** Whether the latch is open in Redis now (its count reached zero and the key went). */
     boolean openInRedis() {
         return world.server.redis.peekString(NAME) == null;
-    }
-
-    /**
-     * Between commands: a pending wait that has seen the latch open in Redis for longer than
-     * {@link #openBound} is a violation; otherwise each wait's clock starts when the latch opens.
-     */
-    void watchOpen() {
-        boolean open = openInRedis();
-        for (Waiter w : waiters) {
-            if (!w.waiting) {
-                continue;
-            }
-            judgeUnaware(w);
-            if (!open) {
-                w.openSince = -1;
-            } else if (w.openSince < 0) {
-                w.openSince = world.now();
-            }
-        }
-    }
-
-    /** Whether {@code w}'s wait has outlived {@link #openBound} while the latch was open. */
-    void judgeUnaware(Waiter w) {
-        if (w.openSince >= 0 && world.now() - w.openSince > openBound) {
-            violation(w + " waited " + (world.now() - w.openSince) / 1000 + " µs while the latch was open in Redis (bound "
-                    + openBound / 1000 + " µs): a wake-up lost");
-            w.openSince = -1;
-        }
     }
 
     @Override
@@ -100,10 +75,7 @@ final class LatchSimulation extends Simulation {
         final int index;
         final BatonCountDownLatch latch;
         boolean lastWaitDone;
-        /** Whether a wait of this actor's is pending. */
-        boolean waiting;
-        /** Since when the latch has been open in Redis during this wait (-1: not open). */
-        long openSince = -1;
+        final WaitClock clock = new WaitClock(this, "the latch was open in Redis", openBound);
 
         Waiter(SimClient client, int index) {
             this.client = client;
@@ -175,12 +147,9 @@ final class LatchSimulation extends Simulation {
             doing = how;
             world.note(this + " calls " + how);
             long asked = world.now();
-            waiting = true;
-            openSince = openInRedis() ? asked : -1;
+            clock.start(openInRedis());
             call.whenComplete((open, error) -> {
-                judgeUnaware(this);
-                waiting = false;
-                openSince = -1;
+                clock.end();
                 if (ended(how, asked, boundOf(waitMs), error) != null) {
                     if (how.endsWith("at the end")) {
                         lastWaitDone = false; // wait again: the last wait must open

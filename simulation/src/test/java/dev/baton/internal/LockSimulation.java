@@ -53,10 +53,13 @@ final class LockSimulation extends Simulation {
 
     LockSimulation(String kind, long seed, boolean trace, Duration run) {
         super(requireKind(kind), seed, trace, run);
-        owners = threeEach(clients, Owner::new);
         freeBound = unawareBound(Math.max(watchdog.toNanos(), TimeUnit.SECONDS.toNanos(1)));
+        owners = threeEach(clients, Owner::new);
         if (!kind.equals("fairLock")) {
-            world.watch = this::watchFree;
+            world.watch = () -> {
+                boolean free = freeInRedis();
+                owners.forEach(o -> o.clock.watch(() -> free));
+            };
         }
     }
 
@@ -65,44 +68,16 @@ final class LockSimulation extends Simulation {
         return !world.server.redis.exists(NAME);
     }
 
-    /**
-     * Between commands: a pending wait that has seen the lock free in Redis for longer than
-     * {@link #freeBound} is a violation; otherwise each wait's clock starts when the lock is free.
-     */
-    void watchFree() {
-        boolean free = freeInRedis();
-        for (Owner o : owners) {
-            if (!o.waiting) {
-                continue;
-            }
-            judgeUnaware(o);
-            if (!free) {
-                o.freeSince = -1;
-            } else if (o.freeSince < 0) {
-                o.freeSince = world.now();
-            }
-        }
-    }
-
-    /** Whether {@code o}'s wait has outlived {@link #freeBound} while the lock was free; ends its clock. */
-    void judgeUnaware(Owner o) {
-        if (o.freeSince >= 0 && world.now() - o.freeSince > freeBound) {
-            violation(o + " waited " + (world.now() - o.freeSince) / 1000 + " µs while the lock was free in Redis (bound "
-                    + freeBound / 1000 + " µs): a wake-up lost");
-            o.freeSince = -1;
-        }
-    }
-
-    /** Starts judging {@code o}'s wait, or (waiting false) ends it. */
+    /** Starts judging {@code o}'s wait, or (waiting false) ends it; never for the fair lock. */
     void waiting(Owner o, boolean waiting) {
         if (kind.equals("fairLock")) {
             return;
         }
-        if (!waiting) {
-            judgeUnaware(o);
+        if (waiting) {
+            o.clock.start(freeInRedis());
+        } else {
+            o.clock.end();
         }
-        o.waiting = waiting;
-        o.freeSince = waiting && freeInRedis() ? world.now() : -1;
     }
 
     private static String requireKind(String kind) {
@@ -170,10 +145,8 @@ final class LockSimulation extends Simulation {
         private final BatonLock exclusive;
         private final BatonLock shared;
 
-        /** Whether an acquisition of this owner's is pending (judged by {@link #watchFree}). */
-        boolean waiting;
-        /** Since when the lock has been free in Redis during this wait (-1: not free). */
-        long freeSince = -1;
+        /** This owner's pending acquisition, as the judge of waits on a free lock sees it. */
+        final WaitClock clock = new WaitClock(this, "the lock was free in Redis", freeBound);
         /** While holding: when granted, and whether another grant overtook this hold. */
         long grantedAt = -1;
         long askedAt;

@@ -39,38 +39,12 @@ final class SemaphoreSimulation extends Simulation {
 
     SemaphoreSimulation(long seed, boolean trace, Duration run) {
         super("semaphore", seed, trace, run);
-        takers = threeEach(clients, Taker::new);
         strandBound = unawareBound(TimeUnit.SECONDS.toNanos(BatonSemaphore.RECHECK_SECONDS));
-        world.watch = this::watchFree;
-    }
-
-    /**
-     * Between commands: a pending wait whose permits Redis has counted as available for longer
-     * than {@link #strandBound}, continuously, is a violation; otherwise each wait's clock starts
-     * when its permits become available and stops when they are not.
-     */
-    void watchFree() {
-        long available = availableInRedis();
-        for (Taker t : takers) {
-            if (t.waitingFor == 0) {
-                continue;
-            }
-            judgeStranded(t);
-            if (available < t.waitingFor) {
-                t.freeSince = -1;
-            } else if (t.freeSince < 0) {
-                t.freeSince = world.now();
-            }
-        }
-    }
-
-    /** Whether {@code t}'s wait has outlived {@link #strandBound} while its permits were free. */
-    void judgeStranded(Taker t) {
-        if (t.freeSince >= 0 && world.now() - t.freeSince > strandBound) {
-            violation(t + " waited for " + t.waitingFor + " for " + (world.now() - t.freeSince) / 1000 + " µs while Redis"
-                    + " counted them available and nobody took any (bound " + strandBound / 1000 + " µs): a wake-up lost");
-            t.freeSince = -1;
-        }
+        takers = threeEach(clients, Taker::new);
+        world.watch = () -> {
+            long available = availableInRedis();
+            takers.forEach(t -> t.clock.watch(() -> available >= t.waitingFor));
+        };
     }
 
     @Override
@@ -112,10 +86,10 @@ final class SemaphoreSimulation extends Simulation {
         final int index;
         final BatonSemaphore semaphore;
         int held;
-        /** The permits this taker's pending acquire asks for (0: none pending). */
+        /** The permits this taker's latest acquire asks for. */
         int waitingFor;
-        /** Since when Redis has counted {@link #waitingFor} available, continuously (-1: not now). */
-        long freeSince = -1;
+        final WaitClock clock = new WaitClock(this, "Redis counted the permits it asked for available and nobody took any",
+                strandBound);
 
         Taker(SimClient client, int index) {
             this.client = client;
@@ -163,11 +137,9 @@ final class SemaphoreSimulation extends Simulation {
             world.note(this + " calls " + how);
             long asked = world.now();
             waitingFor = k;
-            freeSince = availableInRedis() >= k ? asked : -1;
+            clock.start(availableInRedis() >= k);
             call.whenComplete((got, error) -> {
-                judgeStranded(this);
-                waitingFor = 0;
-                freeSince = -1;
+                clock.end();
                 if (ended(how, asked, boundOf(waitMs), error) != null) {
                     return;
                 }

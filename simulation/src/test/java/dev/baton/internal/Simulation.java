@@ -136,6 +136,60 @@ abstract class Simulation {
         return TimeUnit.MILLISECONDS.toNanos(3) + TimeUnit.MICROSECONDS.toNanos(faults.stallMaxMicros());
     }
 
+    /**
+     * One actor's wait as the judge of waits that miss what they wait for sees it: whether one is
+     * pending, and since when what it waits for has been there, continuously. A wait that goes on
+     * longer than {@code bound} ({@link #unawareBound}) with it there is a violation.
+     */
+    final class WaitClock {
+        private final Object actor;
+        /** What was there, for the finding: "the latch was open in Redis". */
+        private final String there;
+        private final long bound;
+        private boolean pending;
+        private long thereSince = -1;
+
+        WaitClock(Object actor, String there, long bound) {
+            this.actor = actor;
+            this.there = there;
+            this.bound = bound;
+        }
+
+        /** A wait starts; {@code thereNow}: whether what it waits for is there already. */
+        void start(boolean thereNow) {
+            pending = true;
+            thereSince = thereNow ? world.now() : -1;
+        }
+
+        /** The wait ended (granted, refused, failed): judged a last time. */
+        void end() {
+            judge();
+            pending = false;
+            thereSince = -1;
+        }
+
+        /** Between commands (SimWorld.watch): judged, and the clock runs while {@code thereNow} says so. */
+        void watch(java.util.function.BooleanSupplier thereNow) {
+            if (!pending) {
+                return;
+            }
+            judge();
+            if (!thereNow.getAsBoolean()) {
+                thereSince = -1;
+            } else if (thereSince < 0) {
+                thereSince = world.now();
+            }
+        }
+
+        private void judge() {
+            if (thereSince >= 0 && world.now() - thereSince > bound) {
+                violation(actor + " waited " + (world.now() - thereSince) / 1000 + " µs while " + there + " (bound "
+                        + bound / 1000 + " µs): a wake-up lost");
+                thereSince = -1;
+            }
+        }
+    }
+
     /** The bound of a call that waits {@code waitMs} (-1: an untimed call, no bound). */
     static long boundOf(long waitMs) {
         return waitMs < 0 ? -1 : TimeUnit.MILLISECONDS.toNanos(waitMs) + COMMAND_TIMEOUT.toNanos() + SLACK_NANOS;
