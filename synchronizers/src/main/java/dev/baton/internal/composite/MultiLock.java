@@ -34,10 +34,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /*
  * All-or-nothing over several locks, deadlock-free by taking them in one canonical order (by
@@ -131,19 +133,19 @@ public final class MultiLock implements BatonMultiLock {
         checkLease(leaseTime, unit);
         long owner = Names.threadOwner();
         long leaseNanos = Args.noLease(leaseTime, unit) ? -1 : unit.toNanos(leaseTime);
-        Blocking.join(new Sequence(owner, leaseNanos, false, 0, l -> l.lockAsync(leaseTime, unit, owner)).start());
+        Blocking.join(new Sequence<>(owner, leaseNanos, false, 0, l -> l.lockAsync(leaseTime, unit, owner), ok -> ok).start());
     }
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
         long owner = Names.threadOwner();
-        await(new Sequence(owner, -1, false, 0, l -> l.lockAsync(owner)));
+        await(new Sequence<>(owner, -1, false, 0, l -> l.lockAsync(owner), ok -> ok));
     }
 
     @Override
     public boolean tryLock() {
         long owner = Names.threadOwner();
-        return Blocking.join(new Sequence(owner, -1, true, clock.nanoTime(), l -> l.tryLockAsync(owner)).start());
+        return Blocking.join(new Sequence<>(owner, -1, true, clock.nanoTime(), l -> l.tryLockAsync(owner), ok -> ok).start());
     }
 
     @Override
@@ -166,24 +168,9 @@ public final class MultiLock implements BatonMultiLock {
 
     @Override
     public CompletionStage<Void> lockAsync(long ownerId) {
-        Sequence sequence = new Sequence(ownerId, -1, false, 0, l -> l.lockAsync(ownerId));
-        CompletableFuture<Boolean> result = sequence.start();
-        // Derived by hand so that the caller's completion of it (cancel, orTimeout, by hand)
-        // reaches the sequence, and a set taken just as the caller gave up is given back.
-        CompletableFuture<Void> granted = new CompletableFuture<>();
-        result.whenComplete((ok, e) -> {
-            if (e != null) {
-                granted.completeExceptionally(e);
-            } else if (!granted.complete(null) && Boolean.TRUE.equals(ok)) {
-                releaseFrom(locks.size() - 1, ownerId);
-            }
-        });
-        granted.whenComplete((ok, e) -> {
-            if (!result.isDone()) {
-                result.cancel(false);
-            }
-        });
-        return granted;
+        // The sequence's own stage, as a Void: the caller's completion of it (cancel, orTimeout,
+        // by hand) gives the set back before any callback of the caller's runs (SetResult).
+        return new Sequence<Void>(ownerId, -1, false, 0, l -> l.lockAsync(ownerId), ok -> null).start();
     }
 
     @Override
@@ -248,15 +235,15 @@ public final class MultiLock implements BatonMultiLock {
     }
 
     /** Every lock within one wait budget; {@code leaseTime < 0} means watchdog leases. */
-    private Sequence timed(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
+    private Sequence<Boolean> timed(long waitTime, long leaseTime, TimeUnit unit, long ownerId) {
         // Capped so that now + the wait cannot overflow (a quarter of the long range: 73 years).
         long deadline = clock.nanoTime() + Math.min(Args.waitNanos(waitTime, unit), Long.MAX_VALUE / 4);
-        return new Sequence(ownerId, leaseTime < 0 ? -1 : unit.toNanos(leaseTime), true, deadline, l -> {
+        return new Sequence<>(ownerId, leaseTime < 0 ? -1 : unit.toNanos(leaseTime), true, deadline, l -> {
             long remaining = Math.max(0, deadline - clock.nanoTime());
             return leaseTime < 0
                     ? l.tryLockAsync(remaining, TimeUnit.NANOSECONDS, ownerId)
                     : l.tryLockAsync(remaining, unit.toNanos(leaseTime), TimeUnit.NANOSECONDS, ownerId);
-        });
+        }, ok -> ok);
     }
 
     /**
@@ -264,7 +251,7 @@ public final class MultiLock implements BatonMultiLock {
      * the locks already taken are given back, and then {@link InterruptedException} is thrown
      * (unless the whole set had been taken already: then it is kept and the flag restored).
      */
-    private static boolean await(Sequence sequence) throws InterruptedException {
+    private static boolean await(Sequence<Boolean> sequence) throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
@@ -297,8 +284,18 @@ public final class MultiLock implements BatonMultiLock {
      * locks taken so far have their give-backs sent (not answered: the owner's next acquisition
      * of any of them waits for that answer, Leases.releasing, so it is never undone by them).
      * Completing the result from outside (the caller's cancel, orTimeout, by hand, an interrupt)
-     * abandons it: the lock acquisitions in progress are cancelled and the locks already taken
-     * are given back at once.
+     * abandons it before any callback of the caller's runs ({@link SetResult}): the lock
+     * acquisitions in progress are cancelled, and the locks held (taken earlier, or granted just
+     * as the caller gave up) have their give-backs sent, so an acquisition the caller starts from
+     * its callback waits for them.
+     *
+     * <p>The states of one member's grant, moved under {@link #state}: a take in progress
+     * ({@link #round}) is GRANTED by its future, then either HELD (moved into {@link #held} by
+     * the round's end, if the sequence was not abandoned) or GIVEN BACK; from HELD it is given
+     * back by whoever takes {@link #held} (abandon, a failure, a lease check) or kept by the
+     * caller with the set. A grant in progress when the caller abandons is given back by abandon
+     * itself once its future is known to be done, claimed in {@link Round#claimed} so that the
+     * round's end does not give it back a second time.
      *
      * <p>With a fixed lease, the set is reported held only if every member's lease surely runs on
      * (counted from the send of the attempt that granted it, less a drift): otherwise a member's
@@ -306,7 +303,7 @@ public final class MultiLock implements BatonMultiLock {
      * again while the wait lasts (the simulation found grants of sets whose first member Redis no
      * longer held, multi-lock seed 56). A lease shorter than taking the set takes never succeeds.
      */
-    private final class Sequence {
+    private final class Sequence<T> {
         private final long ownerId;
         private final Step step;
         /** The fixed lease of every member, in ns; negative: watchdog leases (no validity to check). */
@@ -314,65 +311,81 @@ public final class MultiLock implements BatonMultiLock {
         /** Whether the wait has a deadline, and when it runs out (compared by difference). */
         private final boolean limited;
         private final long deadline;
-        private final CompletableFuture<Boolean> result = new CompletableFuture<>();
+        private final SetResult<T> result;
         /** Completes when a sequence that did not finish has given back every lock it took. */
         final CompletableFuture<Void> givenBack = new CompletableFuture<>();
         /** Completes when the lock acquisitions in progress at an abandon have settled (and grants they raced are given back). */
         private final CompletableFuture<Void> inProgressSettled = new CompletableFuture<>();
-        /** Guards {@link #inProgress}, {@link #taken} and {@link #abandoned} (no monitor: virtual threads). */
+        /** Guards {@link #round}, {@link #held} and {@link #abandoned} (no monitor: virtual threads). */
         private final ReentrantLock state = new ReentrantLock();
-        /** The lock acquisitions in progress (empty between locks); guarded by state. */
-        private List<CompletableFuture<?>> inProgress = List.of();
-        /** Locks 0 to {@code taken - 1} are held by this sequence; guarded by state. */
-        private int taken;
+        /** The lock acquisitions in progress, or null between rounds; guarded by state. */
+        private Round round;
+        /** The members this sequence holds, in the order taken; guarded by state. */
+        private final List<Integer> held = new ArrayList<>();
         /** The result was completed from outside; guarded by state. */
         private boolean abandoned;
-        /** Set before the sequence completes its result itself. */
-        private volatile boolean ending;
         /** When each member's acquisition was started (a lower bound of its lease's start). */
         private final long[] startedAt = new long[locks.size()];
 
-        Sequence(long ownerId, long leaseNanos, boolean limited, long deadline, Step step) {
+        /** One round's takes: the members' indexes, their futures, and which grants abandon gave back itself. */
+        private record Round(List<Integer> indexes, List<CompletableFuture<?>> takes, boolean[] claimed) {
+        }
+
+        Sequence(long ownerId, long leaseNanos, boolean limited, long deadline, Step step, Function<Boolean, T> value) {
             this.ownerId = ownerId;
             this.leaseNanos = leaseNanos;
             this.limited = limited;
             this.deadline = deadline;
             this.step = step;
-            result.whenComplete((ok, e) -> {
-                if (!ending) {
-                    abandon();
-                }
-            });
+            this.result = new SetResult<>(value, this::abandon);
         }
 
-        CompletableFuture<Boolean> start() {
+        CompletableFuture<T> start() {
             UNCONFIRMED.invalidate(pendingKey(ownerId));
             next(0);
             return result;
         }
 
-        /** The result was completed from outside: stop the acquisitions in progress, give back what is held now. */
+        /**
+         * The result was completed from outside (before its callbacks run): stop the acquisitions
+         * in progress and send the give-backs of what is held now, grants that came just now
+         * included, so that the owner's next acquisition of any member waits for them.
+         */
         private void abandon() {
-            List<CompletableFuture<?>> stop;
-            int held;
+            Round stop;
+            List<Integer> back;
             state.lock();
             try {
                 if (abandoned) {
                     return;
                 }
                 abandoned = true;
-                stop = inProgress;
-                held = taken;
-                taken = 0;
+                stop = round;
+                back = reversed(held);
+                held.clear();
             } finally {
                 state.unlock();
             }
-            if (stop.isEmpty()) {
+            if (stop == null) {
                 inProgressSettled.complete(null);
             } else {
-                stop.forEach(f -> f.cancel(false));
+                // After a cancel a take is done: cancelled (the lock's engine gives back a grant
+                // that comes later, and the owner's next acquisition waits for that), or granted
+                // already, which is given back here, now, and claimed so the round's end does not.
+                stop.takes().forEach(f -> f.cancel(false));
+                state.lock();
+                try {
+                    for (int k = stop.takes().size() - 1; k >= 0; k--) {
+                        if (granted(stop.takes().get(k)) && !stop.claimed()[k]) {
+                            stop.claimed()[k] = true;
+                            back.add(stop.indexes().get(k));
+                        }
+                    }
+                } finally {
+                    state.unlock();
+                }
             }
-            CompletableFuture.allOf(giveBack(upTo(held)), inProgressSettled).whenComplete((ok, e) -> givenBack.complete(null));
+            CompletableFuture.allOf(giveBack(back), inProgressSettled).whenComplete((ok, e) -> givenBack.complete(null));
         }
 
         private void next(int index) {
@@ -405,24 +418,24 @@ public final class MultiLock implements BatonMultiLock {
                 }
                 takes.add(taking);
             }
+            Round here = new Round(List.copyOf(indexes), takes, new boolean[takes.size()]);
             boolean stop;
             state.lock();
             try {
-                inProgress = takes;
+                round = here;
                 stop = abandoned;
             } finally {
                 state.unlock();
             }
             if (stop) {
-                takes.forEach(f -> f.cancel(false)); // abandoned while they started: their handler gives back what they got
+                // Abandoned while they started: abandon() saw no round, so the round's end gives
+                // back what they got.
+                takes.forEach(f -> f.cancel(false));
             }
-            boolean[] got = new boolean[takes.size()];
             AtomicReference<Throwable> error = new AtomicReference<>();
             List<CompletableFuture<?>> settled = new ArrayList<>();
-            for (int k = 0; k < takes.size(); k++) {
-                int slot = k;
-                settled.add(takes.get(k).handle((value, e) -> {
-                    got[slot] = e == null && (value == null || Boolean.TRUE.equals(value));
+            for (CompletableFuture<?> take : takes) {
+                settled.add(take.handle((value, e) -> {
                     Throwable cause = e == null ? null : Failures.unwrap(e);
                     if (cause != null && !(cause instanceof CancellationException)) {
                         error.compareAndSet(null, cause);
@@ -430,46 +443,62 @@ public final class MultiLock implements BatonMultiLock {
                     return null;
                 }));
             }
-            CompletableFuture.allOf(settled.toArray(CompletableFuture[]::new)).whenComplete((x, y) -> {
-                List<Integer> grantedNow = new ArrayList<>();
-                for (int k = 0; k < got.length; k++) {
-                    if (got[k]) {
-                        grantedNow.add(indexes.get(k));
+            CompletableFuture.allOf(settled.toArray(CompletableFuture[]::new)).whenComplete((x, y) -> roundEnded(here, error.get()));
+        }
+
+        /** Every take of {@code here} has settled: keep the grants and go on, or give them back. */
+        private void roundEnded(Round here, Throwable error) {
+            List<Integer> grantedNow = new ArrayList<>();
+            List<Integer> unclaimed = new ArrayList<>();
+            boolean wasAbandoned;
+            state.lock();
+            try {
+                round = null;
+                wasAbandoned = abandoned;
+                for (int k = 0; k < here.takes().size(); k++) {
+                    if (granted(here.takes().get(k))) {
+                        grantedNow.add(here.indexes().get(k));
+                        if (!here.claimed()[k]) {
+                            here.claimed()[k] = true;
+                            unclaimed.add(here.indexes().get(k));
+                        }
                     }
                 }
-                boolean all = grantedNow.size() == indexes.size();
-                boolean wasAbandoned;
-                state.lock();
-                try {
-                    inProgress = List.of();
-                    wasAbandoned = abandoned;
-                    if (all && !abandoned) {
-                        taken = indexes.get(indexes.size() - 1) + 1;
-                    }
-                } finally {
-                    state.unlock();
+                if (!wasAbandoned) {
+                    held.addAll(grantedNow); // from here on, whoever takes held gives them back
                 }
-                if (wasAbandoned) {
-                    // Locks granted just as the wait was abandoned are held: give them back too.
-                    giveBack(reversed(grantedNow)).whenComplete((ok, e) -> inProgressSettled.complete(null));
-                } else if (all) {
-                    next(taken);
-                } else {
-                    failed(error.get(), reversed(grantedNow));
-                }
-            });
+            } finally {
+                state.unlock();
+            }
+            if (wasAbandoned) {
+                // Granted as the wait was abandoned and not given back by abandon() itself.
+                giveBack(reversed(unclaimed)).whenComplete((ok, e) -> inProgressSettled.complete(null));
+            } else if (grantedNow.size() == here.indexes().size()) {
+                next(here.indexes().get(here.indexes().size() - 1) + 1);
+            } else {
+                failed(error);
+            }
+        }
+
+        /** Whether a take's future completed with a grant ({@code null} from lockAsync, {@code true} from tryLockAsync). */
+        private static boolean granted(CompletableFuture<?> take) {
+            if (!take.isDone() || take.isCompletedExceptionally()) {
+                return false;
+            }
+            Object value = take.getNow(null);
+            return value == null || Boolean.TRUE.equals(value);
         }
 
         /**
-         * How many locks this sequence holds, now handed to the caller to give back (0 once
-         * abandoned: abandon() gives back what was held).
+         * The members this sequence holds, now handed to the caller to give back, last taken
+         * first (none once abandoned: abandon() gave back what was held).
          */
-        private int takeHeld() {
+        private List<Integer> takeHeld() {
             state.lock();
             try {
-                int held = abandoned ? 0 : taken;
-                taken = 0;
-                return held;
+                List<Integer> mine = abandoned ? List.of() : reversed(held);
+                held.clear();
+                return mine;
             } finally {
                 state.unlock();
             }
@@ -490,23 +519,20 @@ public final class MultiLock implements BatonMultiLock {
                 // A member's lease may have run out while the others were taken: give the set
                 // back (sent; the next acquisitions of its members wait for the answers) and take
                 // it again while the wait lasts.
-                int held = takeHeld();
-                if (held == 0) {
+                List<Integer> mine = takeHeld();
+                if (mine.isEmpty()) {
                     return; // abandoned meanwhile: abandon() gave back what was held
                 }
-                CompletableFuture<Void> back = giveBack(upTo(held));
+                CompletableFuture<Void> back = giveBack(mine);
                 if (waitRanOut()) {
                     back.whenComplete((ok, e) -> givenBack.complete(null));
-                    finish(null);
+                    result.settle(Boolean.FALSE);
                 } else {
                     next(0);
                 }
                 return;
             }
-            ending = true;
-            if (!result.complete(true)) {
-                abandon(); // completed from outside just as the last lock came
-            }
+            result.settle(Boolean.TRUE); // lost to the caller's completion: abandon() gave the set back
         }
 
         private boolean leasesRunOn() {
@@ -525,26 +551,12 @@ public final class MultiLock implements BatonMultiLock {
         }
 
         /**
-         * A lock was refused, timed out or failed: gives back what is held ({@code alsoHeld}:
-         * granted in the last round besides locks 0 to taken - 1) and ends without the set once
-         * those give-backs are sent.
+         * A lock was refused, timed out or failed: gives back what is held and ends without the
+         * set once those give-backs are sent.
          */
-        private void failed(Throwable error, List<Integer> alsoHeld) {
-            int held = takeHeld();
-            List<Integer> back = new ArrayList<>(alsoHeld);
-            back.addAll(upTo(held));
-            giveBack(back).whenComplete((ok, e) -> givenBack.complete(null));
-            finish(error);
-        }
-
-        /** Ends the sequence without the set: false, or {@code error}. */
-        private void finish(Throwable error) {
-            ending = true;
-            if (error != null) {
-                result.completeExceptionally(error);
-            } else {
-                result.complete(false);
-            }
+        private void failed(Throwable error) {
+            giveBack(takeHeld()).whenComplete((ok, e) -> givenBack.complete(null));
+            result.settle(error != null ? error : Boolean.FALSE);
         }
 
         /** Gives back the locks at {@code indexes} (sent at once, in that order); completes when all are answered or failed. */
@@ -556,42 +568,112 @@ public final class MultiLock implements BatonMultiLock {
         }
     }
 
-    /** Indexes {@code held - 1} down to 0. */
-    private static List<Integer> upTo(int held) {
-        List<Integer> order = new ArrayList<>();
-        for (int i = held - 1; i >= 0; i--) {
-            order.add(i);
+    /**
+     * The stage a multi-lock acquisition returns. Baton completes it through {@link #settle};
+     * anybody else who completes it (the caller's cancel, {@code orTimeout},
+     * {@code completeOnTimeout}, a complete by hand, an interrupted blocking twin's cancel) runs
+     * the sequence's abandon first, before any callback of the stage runs: a callback that starts
+     * the same owner's next acquisition of a member then finds the give-backs in flight and waits
+     * for them, instead of re-entering a hold that is about to be given back (a storm found
+     * grants Redis did not hold, issue 45). Baton's outcome and the caller's completion race once,
+     * for {@link #decision}: whoever sets it first decides; a caller that comes second completes
+     * the stage with Baton's outcome first, so its own completion fails as it would on any
+     * completed future.
+     */
+    private static final class SetResult<T> extends CompletableFuture<T> {
+        private static final Object ABANDONED = new Object();
+        private final Function<Boolean, T> value;
+        private final Runnable abandon;
+        /** null until decided; then Boolean.TRUE / FALSE or a Throwable (Baton's), or ABANDONED (the caller's). */
+        private final AtomicReference<Object> decision = new AtomicReference<>();
+
+        SetResult(Function<Boolean, T> value, Runnable abandon) {
+            this.value = value;
+            this.abandon = abandon;
         }
-        return order;
+
+        /** Baton's outcome: TRUE, FALSE or a Throwable. Whether it decided (false: the caller had abandoned). */
+        boolean settle(Object outcome) {
+            if (!decision.compareAndSet(null, outcome)) {
+                return false;
+            }
+            apply(outcome);
+            return true;
+        }
+
+        private void apply(Object outcome) {
+            if (outcome instanceof Throwable failure) {
+                super.completeExceptionally(failure);
+            } else {
+                T mapped;
+                try {
+                    mapped = value.apply((Boolean) outcome);
+                } catch (RuntimeException e) {
+                    super.completeExceptionally(e);
+                    return;
+                }
+                super.complete(mapped);
+            }
+        }
+
+        private void endedByCaller() {
+            if (decision.compareAndSet(null, ABANDONED)) {
+                abandon.run();
+                return;
+            }
+            Object decided = decision.get();
+            if (decided != ABANDONED) {
+                apply(decided); // Baton decided first: its outcome is the stage's
+            }
+        }
+
+        @Override
+        public boolean complete(T v) {
+            endedByCaller();
+            return super.complete(v);
+        }
+
+        @Override
+        public boolean completeExceptionally(Throwable failure) {
+            endedByCaller();
+            return super.completeExceptionally(failure);
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            endedByCaller();
+            return super.cancel(mayInterruptIfRunning);
+        }
+
+        @Override
+        public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier, Executor executor) {
+            endedByCaller();
+            return super.completeAsync(supplier, executor);
+        }
+
+        @Override
+        public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier) {
+            endedByCaller();
+            return super.completeAsync(supplier);
+        }
+
+        /** Not supported: the stage completes once. */
+        @Override
+        public void obtrudeValue(T v) {
+            throw new UnsupportedOperationException("a multi-lock's stage completes once; use complete or cancel");
+        }
+
+        /** Not supported: the stage completes once. */
+        @Override
+        public void obtrudeException(Throwable failure) {
+            throw new UnsupportedOperationException("a multi-lock's stage completes once; use completeExceptionally or cancel");
+        }
     }
 
     private static List<Integer> reversed(List<Integer> indexes) {
         List<Integer> out = new ArrayList<>(indexes);
         Collections.reverse(out);
         return out;
-    }
-
-    /** Gives back locks {@code from} down to 0 for the owner, each tried even if one before failed. */
-    private CompletableFuture<Void> releaseFrom(int from, long ownerId) {
-        List<Integer> order = upTo(from + 1);
-        return releaseEach(order, ownerId, true).thenApply(errors -> {
-            Throwable first = null;
-            for (int index : order) {
-                Throwable e = errors[index];
-                if (e == null) {
-                    continue;
-                }
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-            if (first != null) {
-                throw new CompletionException(first);
-            }
-            return null;
-        });
     }
 
     /**
