@@ -289,6 +289,7 @@ final class SimWire {
                     new Class<?>[] {RedisPubSubAsyncCommands.class}, (p, m, a) -> switch (m.getName()) {
                         case "subscribe" -> send(true, (String[]) a[0]);
                         case "unsubscribe" -> send(false, (String[]) a[0]);
+                        case "ping" -> ping();
                         case "toString" -> "sim pub/sub commands " + name;
                         case "hashCode" -> System.identityHashCode(p);
                         case "equals" -> p == a[0];
@@ -387,6 +388,37 @@ final class SimWire {
         }
 
         private final List<AsyncCommand<String, String, Void>> pendingUntilUp = new ArrayList<>();
+
+        /**
+         * PING on the subscribed connection: answered in order with the messages, as Redis does
+         * (a PONG comes after every message published before the PING ran). Lost with the
+         * connection (Lettuce fails it then; here it stays pending, which the caller tolerates).
+         */
+        private AsyncCommand<String, String, String> ping() {
+            AsyncCommand<String, String, String> done = new AsyncCommand<>(new Command<>(CommandType.PING,
+                    new io.lettuce.core.output.StatusOutput<>(StringCodec.UTF8)));
+            if (closed || !up) {
+                done.completeExceptionally(new io.lettuce.core.RedisException("Connection is not open"));
+                return done;
+            }
+            int at = epoch;
+            world.note(name + " -> PING");
+            lastOut = Math.max(lastOut, world.now() + world.micros(20, 300));
+            world.at(lastOut - world.now(), "arrive", () -> {
+                if (at != epoch) {
+                    return;
+                }
+                lastIn = Math.max(lastIn, world.now() + world.micros(20, 300));
+                world.at(lastIn - world.now(), "pong", () -> {
+                    if (at != epoch) {
+                        return;
+                    }
+                    world.note(name + " <- PONG");
+                    done.complete("PONG");
+                });
+            });
+            return done;
+        }
 
         /** A message the server sends this connection: delivered in order, unless the connection drops first. */
         void deliver(String channel, String message) {

@@ -32,6 +32,8 @@ public final class TcpProxy implements AutoCloseable {
     private volatile boolean blackhole;
     private volatile boolean dropReplies;
     private volatile boolean refuse;
+    private volatile boolean holdSubscriberReplies;
+    private final Object held = new Object();
     private volatile boolean closed;
 
     private TcpProxy(String targetHost, int targetPort) {
@@ -119,6 +121,19 @@ public final class TcpProxy implements AutoCloseable {
         dropReplies = on;
     }
 
+    /**
+     * While on, bytes from the server to a subscriber connection (one on which the client has
+     * sent SUBSCRIBE or SSUBSCRIBE) are held back, in order, and delivered when this is turned
+     * off: published messages reach the subscriber late, as a slow pub/sub connection delivers
+     * them, while every other connection goes on.
+     */
+    public void setHoldSubscriberReplies(boolean on) {
+        synchronized (held) {
+            holdSubscriberReplies = on;
+            held.notifyAll();
+        }
+    }
+
     /** While on, new connections are closed as soon as they are accepted. */
     public void setRefuse(boolean on) {
         refuse = on;
@@ -164,6 +179,7 @@ public final class TcpProxy implements AutoCloseable {
         private final Socket server;
         private final AtomicBoolean open = new AtomicBoolean(true);
         private volatile boolean replication;
+        private volatile boolean subscriber;
 
         Pipe(Socket client, Socket server) {
             this.client = client;
@@ -196,7 +212,7 @@ public final class TcpProxy implements AutoCloseable {
             // Reads here; a writer thread writes each chunk when it is due, in order, so latency
             // delays every chunk by the same amount without holding the next one back.
             java.util.concurrent.BlockingQueue<Chunk> due = new java.util.concurrent.LinkedBlockingQueue<>();
-            Thread writer = new Thread(() -> write(to, due), Thread.currentThread().getName() + "-writer");
+            Thread writer = new Thread(() -> write(to, due, fromServer), Thread.currentThread().getName() + "-writer");
             writer.setDaemon(true);
             writer.start();
             byte[] buffer = new byte[16 * 1024];
@@ -208,9 +224,10 @@ public final class TcpProxy implements AutoCloseable {
                         cutAll();
                         return;
                     }
-                    if (!fromServer && !replication) {
+                    if (!fromServer && (!replication || !subscriber)) {
                         String text = new String(buffer, 0, n, java.nio.charset.StandardCharsets.ISO_8859_1).toUpperCase(java.util.Locale.ROOT);
-                        replication = text.contains("REPLCONF") || text.contains("PSYNC");
+                        replication |= text.contains("REPLCONF") || text.contains("PSYNC");
+                        subscriber |= text.contains("SUBSCRIBE");
                     }
                     if (blackhole || (fromServer && dropReplies)) {
                         lostBytes = true;
@@ -234,7 +251,7 @@ public final class TcpProxy implements AutoCloseable {
             }
         }
 
-        private void write(Socket to, java.util.concurrent.BlockingQueue<Chunk> due) {
+        private void write(Socket to, java.util.concurrent.BlockingQueue<Chunk> due, boolean fromServer) {
             try {
                 OutputStream out = to.getOutputStream();
                 while (open.get()) {
@@ -242,6 +259,13 @@ public final class TcpProxy implements AutoCloseable {
                     long wait = chunk.due() - System.nanoTime();
                     if (wait > 0) {
                         Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                    }
+                    if (fromServer && subscriber) {
+                        synchronized (held) {
+                            while (holdSubscriberReplies && open.get()) {
+                                held.wait(100);
+                            }
+                        }
                     }
                     if (!open.get() || chunk.bytes() == null) {
                         return; // cut while the chunk was on its way (it is lost), or the closing FIN

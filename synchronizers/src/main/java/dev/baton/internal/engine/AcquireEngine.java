@@ -109,8 +109,11 @@ public final class AcquireEngine {
         default void messageSeen(String message) {
         }
 
-        /** The channel's subscription is confirmed: every later change will be announced to us. */
-        default void subscribed() {
+        /**
+         * The channel's subscription is confirmed: every later change will be announced to us,
+         * through {@code subscription}'s waiter.
+         */
+        default void subscribed(PubSubService.Subscription subscription) {
         }
 
         /**
@@ -604,7 +607,7 @@ public final class AcquireEngine {
             }
             subscription = s;
             if (s.quietSince(before)) {
-                attempt.subscribed();
+                attempt.subscribed(s);
                 park(quietParkNanos);
                 return;
             }
@@ -629,7 +632,7 @@ public final class AcquireEngine {
                     return; // the deadline came first and made the last attempt
                 }
                 if (e == null) {
-                    attempt.subscribed();
+                    attempt.subscribed(s);
                     step();
                     return;
                 }

@@ -7,7 +7,9 @@ import dev.baton.internal.Services;
 import dev.baton.internal.command.CommandExecutor;
 import dev.baton.internal.engine.AcquireEngine;
 import dev.baton.internal.engine.Blocking;
+import dev.baton.internal.pubsub.PubSubService;
 import dev.baton.internal.pubsub.WakeRule;
+import dev.baton.internal.pubsub.Waiter;
 import dev.baton.internal.support.Args;
 import dev.baton.internal.unconfirmed.Requests;
 import dev.baton.lua.Layout;
@@ -131,12 +133,33 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         return services.engine().acquire(new ZeroWatch(), channel, WakeRule.ALL, waitNanos);
     }
 
-    /** One await's attempts: read the count; zero grants. */
+    /**
+     * One await's attempts: read the count; zero grants, and so does a "0" that is known to have
+     * been published after a read that found the count positive (without a read: a round trip
+     * between the message and the return).
+     *
+     * <p>"Known to" is the point. The "0" comes on the pub/sub connection, the count on the
+     * command connection, and the two are read independently: a "0" Redis published before the
+     * read (the previous round's zero, just before a re-arm) can reach the waiter after the read
+     * found the new round's count, and granting on it would open the latch early (issue 45, a
+     * storm found it). So after a positive read while subscribed, the waiter places a mark in the
+     * channel's stream (a PING on the pub/sub connection, answered in order with the messages):
+     * a "0" heard after the mark was published after the read; one heard before it may be older,
+     * and the next attempt reads the count instead.
+     */
     private final class ZeroWatch implements AcquireEngine.Attempt {
-        private volatile boolean listening;
+        private volatile PubSubService.Subscription subscription;
         private volatile boolean sawPositive;
         private boolean gaveGrace;
         private volatile String lastMessage;
+        /** The mark placed after a positive read, on {@code subscription}'s waiter; null until its PING is answered. */
+        private volatile Mark mark;
+        /** Whether a mark's PING is in flight. */
+        private volatile boolean marking;
+
+        /** Where in the channel's stream a positive read is known to lie before: messages heard after {@code heard} came after it. */
+        private record Mark(Waiter waiter, long heard) {
+        }
 
         @Override
         public BatonObserver.Kind kind() {
@@ -159,23 +182,28 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         }
 
         @Override
-        public void subscribed() {
-            listening = true;
+        public void subscribed(PubSubService.Subscription s) {
+            s.waiter().watch(ZERO_MESSAGE);
+            subscription = s;
         }
 
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
-            if (sawPositive && ZERO_MESSAGE.equals(lastMessage)) {
-                // The "0" came while subscribed, after a count this await read as positive while
-                // subscribed: the count reached zero since, which is all await() waits for. A read
-                // would only say it again (a round trip between the message and the return).
+            PubSubService.Subscription s = subscription;
+            Mark m = mark;
+            if (s != null && m != null && m.waiter() == s.waiter() && s.waiter().watchedHeard() > m.heard()) {
+                // A "0" published after a read of this await found the count positive: the count
+                // reached zero since, which is all await() waits for, even if it was re-armed after.
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
             return services.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
                 if (value != null && Long.parseLong(value) > 0) {
                     // Only a count seen while subscribed promises a message when it changes.
-                    sawPositive = listening;
+                    sawPositive = s != null;
                     lastMessage = null; // a "1" followed by a count was a new round, not a deletion
+                    if (s != null) {
+                        markAfterThisRead(s);
+                    }
                     return new AcquireEngine.Outcome(false, RECHECK_MS);
                 }
                 if (value != null || !sawPositive || ZERO_MESSAGE.equals(lastMessage)) {
@@ -193,6 +221,25 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                 }
                 // No message at all (lost): take the latch as having reached zero.
                 return AcquireEngine.Outcome.GRANTED;
+            });
+        }
+
+        /**
+         * Places the mark once per subscription (the first positive read's is the earliest, so
+         * later ones would only say less): sent now, after the read's reply, so Redis runs its PING
+         * after the read.
+         */
+        private void markAfterThisRead(PubSubService.Subscription s) {
+            Mark m = mark;
+            if (marking || (m != null && m.waiter() == s.waiter())) {
+                return;
+            }
+            marking = true;
+            s.barrier().whenComplete((heard, e) -> {
+                if (e == null) {
+                    mark = new Mark(s.waiter(), heard);
+                }
+                marking = false;
             });
         }
 

@@ -49,6 +49,15 @@ public final class PubSubService implements AutoCloseable {
         CompletableFuture<Void> subscribe(String channel);
 
         CompletableFuture<Void> unsubscribe(String channel);
+
+        /**
+         * Sends a PING on the connection that carries {@code channel}: it completes once every
+         * message Redis published on the channel before it ran the PING has been delivered to the
+         * listener (Redis answers on that connection in order, and Lettuce hands messages to the
+         * listener and completes the PING on its I/O thread, in the order read). Best effort: it
+         * may fail, and then nothing is known about the order.
+         */
+        CompletableFuture<Void> barrier(String channel);
     }
 
     /** Classic pub/sub on the one subscription connection. */
@@ -62,6 +71,11 @@ public final class PubSubService implements AutoCloseable {
             @Override
             public CompletableFuture<Void> unsubscribe(String channel) {
                 return connection.async().unsubscribe(channel).toCompletableFuture();
+            }
+
+            @Override
+            public CompletableFuture<Void> barrier(String channel) {
+                return connection.async().ping().toCompletableFuture().thenApply(pong -> null);
             }
         };
     }
@@ -169,17 +183,18 @@ public final class PubSubService implements AutoCloseable {
 
     private void onMessage(String channelName, String message) {
         Channel channel;
+        long heard = 0;
         lock.lock();
         try {
             channel = channels.get(channelName);
             if (channel != null) {
-                channel.heard++; // under the lock, so a waiter joining after it counts it (see mark)
+                heard = ++channel.heard; // under the lock, so a waiter joining after it counts it (see mark)
             }
         } finally {
             lock.unlock();
         }
         if (channel != null) {
-            channel.deliver(message);
+            channel.deliver(message, heard);
         }
     }
 
@@ -201,7 +216,7 @@ public final class PubSubService implements AutoCloseable {
             // A re-subscription after a reconnect (the first event confirms our own SUBSCRIBE):
             // messages sent meanwhile are lost, so every waiter re-checks.
             log.debug("re-subscribed to {} after a reconnect; waking its waiters to re-check", channelName);
-            channel.wake(Integer.MAX_VALUE, null);
+            channel.wake(Integer.MAX_VALUE, null, 0);
         }
     }
 
@@ -211,7 +226,7 @@ public final class PubSubService implements AutoCloseable {
             channel.remove(waiter);
             if (waiter.hasPendingSignal()) {
                 // The leaver was woken but will not act on it: pass the wake-up on.
-                channel.wake(1, null);
+                channel.wake(1, null, 0);
             }
             if (!channel.isEmpty() || channels.get(channel.name) != channel) {
                 return CompletableFuture.completedFuture(null);
@@ -241,7 +256,7 @@ public final class PubSubService implements AutoCloseable {
             List<Channel> all = List.copyOf(channels.values());
             channels.clear();
             for (Channel channel : all) {
-                channel.wake(Integer.MAX_VALUE, null);
+                channel.wake(Integer.MAX_VALUE, null, 0);
             }
         } finally {
             lock.unlock();
@@ -314,6 +329,34 @@ public final class PubSubService implements AutoCloseable {
             return channel.ready;
         }
 
+        /**
+         * Places a mark in the channel's stream of messages, now: completes with how many
+         * messages the channel had heard when every message Redis published before this call's
+         * PING reached Redis had been delivered ({@link Subscriber#barrier}). A message this
+         * waiter then sees with a larger count ({@link Waiter#watchedHeard}) was published after
+         * this call was made. Best effort: it may fail, or never complete if the connection
+         * hangs (nothing waits for it).
+         */
+        public CompletableFuture<Long> barrier() {
+            CompletableFuture<Void> pong;
+            try {
+                pong = subscriber.barrier(channel.name);
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+            // Read on the thread that completes the PING (the pub/sub connection's, after the
+            // messages read before the PONG); if it completed already, a little later: then the
+            // count may take in messages after the PONG, which only makes it cautious.
+            return pong.thenApply(pongRead -> {
+                lock.lock();
+                try {
+                    return channel.heard;
+                } finally {
+                    lock.unlock();
+                }
+            });
+        }
+
         public Waiter waiter() {
             return waiter;
         }
@@ -377,22 +420,22 @@ public final class PubSubService implements AutoCloseable {
          * tag is the message, or the message up to its last '#' (an owner id and a hand-off
          * ticket). Otherwise it rings as many as the wake rule says, oldest first.
          */
-        void deliver(String message) {
+        void deliver(String message, long heard) {
             if (wakeRule != WakeRule.TAGGED || message == null) {
-                wake(wakeRule.wakes(message), message);
+                wake(wakeRule.wakes(message), message, heard);
                 return;
             }
-            ring(byTag.get(message), message);
+            ring(byTag.get(message), message, heard);
             int hash = message.lastIndexOf('#');
             if (hash >= 0) {
-                ring(byTag.get(message.substring(0, hash)), message);
+                ring(byTag.get(message.substring(0, hash)), message, heard);
             }
         }
 
-        private static void ring(List<Waiter> tagged, String message) {
+        private static void ring(List<Waiter> tagged, String message, long heard) {
             if (tagged != null) {
                 for (Waiter waiter : tagged) {
-                    waiter.saw(message);
+                    waiter.saw(message, heard);
                     waiter.signal();
                 }
             }
@@ -403,12 +446,12 @@ public final class PubSubService implements AutoCloseable {
          * visited on the way sees the message (all of them, when all are woken); a {@code null}
          * message (a re-subscription, a close) carries nothing to see.
          */
-        void wake(int count, String message) {
+        void wake(int count, String message, long heard) {
             int woken = 0;
             for (Iterator<Waiter> it = waiters.values().iterator(); it.hasNext() && woken < count; ) {
                 Waiter waiter = it.next();
                 if (message != null) {
-                    waiter.saw(message);
+                    waiter.saw(message, heard);
                 }
                 if (waiter.signal()) {
                     woken++;

@@ -99,6 +99,15 @@ public final class ShardedSubscriber implements PubSubService.Subscriber {
         return connection(node).thenCompose(c -> c.async().sunsubscribe(channel).toCompletableFuture());
     }
 
+    @Override
+    public CompletableFuture<Void> barrier(String channel) {
+        Node node = nodeOfChannel.get(channel);
+        if (node == null) {
+            return CompletableFuture.failedFuture(new IllegalStateException("channel " + channel + " is not subscribed"));
+        }
+        return connection(node).thenCompose(c -> c.async().ping().toCompletableFuture()).thenApply(pong -> null);
+    }
+
     /**
      * Subscribes again every channel whose slot {@code slots} gives to another master than the one
      * it is subscribed on. Called after each topology refresh and change, with the new slot map.

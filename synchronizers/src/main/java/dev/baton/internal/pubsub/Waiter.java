@@ -15,6 +15,10 @@ public final class Waiter {
     private final AtomicBoolean pending = new AtomicBoolean();
     private volatile CompletableFuture<Void> parked;
     private volatile String lastMessage;
+    /** The message whose arrivals this waiter counts ({@link #watch}), or null. */
+    private volatile String watched;
+    /** The channel's count of messages heard ({@code PubSubService}) when the watched message last came; 0: never. */
+    private volatile long watchedHeard;
 
     /**
      * @param tag     what a tagged channel's messages name this waiter by (e.g. its owner id;
@@ -35,9 +39,26 @@ public final class Waiter {
         return arrival;
     }
 
-    /** Remembers the latest message the channel showed this waiter, whether or not it rang it. */
-    public void saw(String message) {
+    /**
+     * Remembers the latest message the channel showed this waiter, whether or not it rang it,
+     * and, for the watched message, where in the channel's stream it came ({@code heard}: the
+     * channel's count of messages heard, this one included).
+     */
+    public void saw(String message, long heard) {
         lastMessage = message;
+        if (message.equals(watched)) {
+            watchedHeard = heard;
+        }
+    }
+
+    /** From now on, remembers where in the channel's stream {@code message} last came ({@link #watchedHeard}). */
+    public void watch(String message) {
+        watched = message;
+    }
+
+    /** The channel's count of messages heard when the watched message last came to this waiter; 0 if it has not. */
+    public long watchedHeard() {
+        return watchedHeard;
     }
 
     /** The latest message seen since the last call, or {@code null}; clears it. */
