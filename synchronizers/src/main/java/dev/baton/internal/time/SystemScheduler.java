@@ -1,16 +1,32 @@
 package dev.baton.internal.time;
 
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
  * A {@link Scheduler} for what belongs to no single client (a RedLock spans several): the system
- * clock and the JDK's shared delayed executor, so there is no timer thread to start or stop.
- * Tasks run on the common pool; like every scheduled task here they must be short.
+ * clock and one timer thread of Baton's own for the whole JVM ({@code baton-system-timer}, a
+ * daemon, started with the first task), which runs each task itself, at its time. Like every
+ * scheduled task here they must be short and never block.
+ *
+ * <p>Not the JDK's shared delayed executor: that hands each task to the common fork-join pool,
+ * where an application's blocking tasks can hold it back without limit (on two cores the pool
+ * has one thread), and a RedLock's lease-scoped work was stopped that late, after another holder
+ * had got in (issue 45).
  */
 public final class SystemScheduler implements Scheduler {
     public static final SystemScheduler INSTANCE = new SystemScheduler();
+
+    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1, task -> {
+        Thread t = new Thread(task, "baton-system-timer");
+        t.setDaemon(true);
+        return t;
+    });
+
+    static {
+        TIMER.setRemoveOnCancelPolicy(true);
+    }
 
     private SystemScheduler() {
     }
@@ -22,13 +38,14 @@ public final class SystemScheduler implements Scheduler {
 
     @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
-        Executor later = CompletableFuture.delayedExecutor(Math.max(0, delay), unit);
-        CompletableFuture<Void> cancelled = new CompletableFuture<>();
-        later.execute(() -> {
-            if (cancelled.complete(null)) {
+        ScheduledFuture<?> scheduled = TIMER.schedule(() -> {
+            try {
                 task.run();
+            } catch (RuntimeException | Error e) {
+                // One task's failure must not end the thread every RedLock's timers run on.
+                org.slf4j.LoggerFactory.getLogger(SystemScheduler.class).error("a scheduled task failed", e);
             }
-        });
-        return () -> cancelled.complete(null);
+        }, Math.max(0, delay), unit);
+        return () -> scheduled.cancel(false);
     }
 }
