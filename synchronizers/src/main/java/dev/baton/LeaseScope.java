@@ -10,8 +10,11 @@ import java.util.OptionalLong;
  *
  * <p>"Known to be held" is measured on this client's clock from what Redis has confirmed: the
  * send of the acquisition, or of the last confirmed renewal, plus the lease, less a margin of 1 %
- * of the lease and 25 ms (clocks that do not run alike, Redis's expiry resolution, the client's
- * timer tick). Redis set the lease after that send, so until then Redis cannot have let it
+ * of the lease and 25 ms: the 1 % is the allowance for this client's clock running slower than
+ * Redis's (a drift of up to 1 % of the elapsed time), the 25 ms for Redis's expiry resolution, the
+ * stop's timer (a thread of Baton's own that runs nothing else) and the work's thread being
+ * scheduled. A clock that drifts more than that, or a thread the JVM does not run for longer, can
+ * see the stop after Redis let the lease go. Redis set the lease after that send, so until then Redis cannot have let it
  * expire, whatever the network or a pause of this process did since; a renewal still in flight
  * does not count until it is answered. What it cannot see is Redis losing the lock itself (a
  * restart without its data, a failover to a replica that had not received it, a delete): Baton

@@ -25,7 +25,8 @@ import java.util.function.Consumer;
  * given, and what stops the work when its lease is lost (the lease table tells {@link Lease#watch};
  * a hold nobody renews, {@link Held}, only ends)
  * or its validity runs out on the client's clock (a timer at {@link Lease#validUntilNanos()},
- * re-armed while renewals move that on).
+ * re-armed while renewals move that on, on the scheduler's {@link Scheduler#stops() stop timer},
+ * which runs nothing else).
  *
  * <p>The blocking form stops the work by interrupting its thread. The interrupt is given only
  * while the work runs: {@link #finish()} and {@link #stop(String)} take one lock, so a stop
@@ -202,7 +203,7 @@ public final class LeaseScopedWork implements LeaseScope {
                 if (timer != null) {
                     timer.cancel(); // re-armed early (recheck): one timer at a time
                 }
-                timer = scheduler.schedule(this::check, left, TimeUnit.NANOSECONDS);
+                timer = scheduler.stops().schedule(this::check, left, TimeUnit.NANOSECONDS);
             }
         } finally {
             guard.unlock();

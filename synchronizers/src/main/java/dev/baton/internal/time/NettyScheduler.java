@@ -36,6 +36,11 @@ public final class NettyScheduler implements Scheduler, AutoCloseable {
     }
 
     @Override
+    public Scheduler stops() {
+        return StopTimer.INSTANCE;
+    }
+
+    @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
         if (stopped) {
             return () -> { }; // the client is closed: nothing it starts now needs a timer

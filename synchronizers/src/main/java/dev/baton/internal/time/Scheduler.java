@@ -25,6 +25,15 @@ public interface Scheduler {
         CompletableFuture.runAsync(task);
     }
 
+    /**
+     * The scheduler that times the stop of lease-scoped work, on the same clock: this one by
+     * default (a test's, the simulation's); Baton's own schedulers give the {@link StopTimer},
+     * whose thread runs nothing else, so a stop is never late behind other tasks.
+     */
+    default Scheduler stops() {
+        return this;
+    }
+
     /** A scheduled task that may be cancelled. */
     interface Cancellable {
         /** Cancels the task if it has not run yet. */

@@ -37,6 +37,11 @@ public final class SystemScheduler implements Scheduler {
     }
 
     @Override
+    public Scheduler stops() {
+        return StopTimer.INSTANCE;
+    }
+
+    @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
         ScheduledFuture<?> scheduled = TIMER.schedule(() -> {
             try {
