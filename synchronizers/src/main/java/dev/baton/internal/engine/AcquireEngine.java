@@ -198,6 +198,16 @@ public final class AcquireEngine {
     private final Scheduler scheduler;
     private final Observer observer;
 
+    /**
+     * Wakes this client's waiters on {@code channel} as {@code rule} wakes them for a message:
+     * the client learned by itself that what they wait for may be free.
+     */
+    public void wakeLocal(String channel, WakeRule rule) {
+        if (pubSub != null) {
+            pubSub.ring(channel, rule.wakesWithoutAMessage());
+        }
+    }
+
     public AcquireEngine(PubSubService pubSub, Scheduler scheduler, Observer observer) {
         this.pubSub = pubSub;
         this.scheduler = scheduler;

@@ -127,6 +127,12 @@ public final class Lease {
      * so the owner can call unlock again; that call takes "nothing held" as this release.
      */
     public volatile boolean releaseUnconfirmed;
+    /**
+     * Run when the lease table finds this hold gone from Redis (a renewal or a release found it
+     * gone, a re-entry was refused): the lock may be free, and this client's own waiters for it
+     * should try at once rather than at their timers (the kind sets it at the grant).
+     */
+    public volatile Runnable onGone;
     /** How the watchdog renews it: which script, by the kind of lock. */
     final Lease.Renewal renewal;
 

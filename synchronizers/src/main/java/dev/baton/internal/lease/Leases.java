@@ -392,10 +392,23 @@ public final class Leases {
         if (live.remove(k, lease)) {
             observer.leaseLost(lease.key, BatonObserver.LossCause.GONE);
             tellLoss(lease, "a release found it gone from Redis: " + reason);
+            gone(lease);
         }
         registry.unregister(lease);
         if (otherHolds > 0) {
             lost.put(k, new LostHolds(reason, otherHolds));
+        }
+    }
+
+    /** The hold is gone from Redis: its kind's hook wakes this client's waiters for it (Lease.onGone). */
+    private static void gone(Lease lease) {
+        Runnable hook = lease.onGone;
+        if (hook != null) {
+            try {
+                hook.run();
+            } catch (RuntimeException e) {
+                log.warn("waking the waiters of '{}' after its loss failed", lease.key, e);
+            }
         }
     }
 
@@ -425,6 +438,7 @@ public final class Leases {
         lost.put(k, new LostHolds(reason, Math.max(1, lease.holds)));
         log.warn("Lease lost: lock '{}' held by {}: {}", lease.key, lease.owner, reason);
         tellLoss(lease, "Baton found it lost: " + reason);
+        gone(lease);
         if (listener != null) {
             try {
                 listener.leaseLost(lease.key, lease.owner, reason);

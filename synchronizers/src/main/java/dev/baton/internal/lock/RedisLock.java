@@ -568,7 +568,21 @@ public class RedisLock implements BatonLock {
     @Override
     public CompletionStage<Boolean> forceUnlockAsync() {
         services.checkOpen();
-        return recipe.forceUnlock();
+        return recipe.forceUnlock().thenApply(unlocked -> {
+            wakeOwnWaiters(); // at once, not when the message comes back
+            return unlocked;
+        });
+    }
+
+    /**
+     * Wakes this client's waiters for this lock as its release message would: run when the
+     * client learns by itself that the lock may be free (a hold of its own found gone by a
+     * renewal, a release or a re-entry; its forceUnlock), which Redis may never announce (a key
+     * deleted by hand, or expired). Issue 45: a client whose own unlock reported the loss kept its
+     * waiters asleep until their timers, 9 s.
+     */
+    private void wakeOwnWaiters() {
+        services.engine().wakeLocal(recipe.channel(), recipe.wakeRule());
     }
 
     @Override
@@ -677,6 +691,7 @@ public class RedisLock implements BatonLock {
                     Lease held = services.leases().granted(name, owner, holds, lease.ms(),
                             lease.watchdog(), recipe.renewal(), sent);
                     held.token = grant.token();
+                    held.onGone = RedisLock.this::wakeOwnWaiters;
                     return AcquireEngine.Outcome.GRANTED;
                 }
                 if (reEntry()) {

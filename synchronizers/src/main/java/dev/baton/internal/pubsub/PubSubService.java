@@ -198,6 +198,25 @@ public final class PubSubService implements AutoCloseable {
         }
     }
 
+    /**
+     * Rings up to {@code count} of this client's waiters on a channel, oldest first, as a message
+     * without content would: the client itself learned what the channel would announce (a lock
+     * it held found gone), which Redis may never publish (a key deleted or expired). Nothing if
+     * nobody waits on it here.
+     */
+    public void ring(String channelName, int count) {
+        Channel channel;
+        lock.lock();
+        try {
+            channel = channels.get(channelName);
+        } finally {
+            lock.unlock();
+        }
+        if (channel != null) {
+            channel.wake(count, null, 0);
+        }
+    }
+
     private void onSubscribed(String channelName) {
         Channel channel;
         lock.lock();
