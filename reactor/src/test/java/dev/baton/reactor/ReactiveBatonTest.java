@@ -121,12 +121,42 @@ class ReactiveBatonTest {
             Boolean second = lock.tryLock(Duration.ZERO).contextWrite(ReactiveBaton.newOwner()).subscribeOn(one)
                     .block(Duration.ofSeconds(5));
             assertFalse(second, "another subscription on the same thread is another owner: it does not re-enter");
-            // A pipeline nested in another gets an owner of its own too.
-            Boolean nested = lock.tryLock(Duration.ZERO).contextWrite(ReactiveBaton.newOwner())
-                    .flatMap(ignored -> lock.tryLock(Duration.ZERO).contextWrite(ReactiveBaton.newOwner()))
-                    .contextWrite(ReactiveBaton.newOwner()).subscribeOn(one).block(Duration.ofSeconds(5));
-            assertFalse(nested);
             assertEquals(1L, redis.command("EXISTS", "one-thread"));
+
+            // On a free lock, so that the answers depend on the owner each pipeline gets: the
+            // outer pipeline takes it; one nested with its own contextWrite(newOwner()) is another
+            // owner and is refused; one nested without a contextWrite of its own shares the
+            // outer's owner (the operators above its contextWrite) and re-enters.
+            ReactiveLock free = reactive.lock("nested");
+            long outerOwner = Baton.newOwnerId();
+            List<Boolean> answers = free.tryLock(Duration.ZERO)
+                    .flatMap(outer -> free.tryLock(Duration.ZERO).contextWrite(ReactiveBaton.newOwner())
+                            .flatMap(ownOwner -> free.tryLock(Duration.ZERO)
+                                    .map(sharedOwner -> List.of(outer, ownOwner, sharedOwner))))
+                    .contextWrite(reactor.util.context.Context.of(ReactiveBaton.OWNER, outerOwner))
+                    .subscribeOn(one).block(Duration.ofSeconds(5));
+            assertEquals(List.of(true, false, true), answers,
+                    "[outer takes it, nested with its own owner refused, nested under the outer's owner re-enters]");
+            BatonLock inRedis = baton.lock("nested");
+            assertTrue(inRedis.isHeldByThread(outerOwner), "held by the outer pipeline's owner");
+            assertEquals(2, inRedis.getHoldCount(outerOwner), "the re-entry is a second hold of that owner");
+            assertEquals(List.of("2"), redis.command("HVALS", "nested"), "one owner in Redis, with two holds");
+            free.unlock().then(free.unlock()).contextWrite(reactor.util.context.Context.of(ReactiveBaton.OWNER, outerOwner))
+                    .subscribeOn(one).block(Duration.ofSeconds(5));
+            assertEquals(0L, redis.command("EXISTS", "nested"), "both holds were the outer owner's");
+
+            // A retry() above contextWrite(newOwner()) re-enters as the same owner.
+            java.util.concurrent.atomic.AtomicInteger attempts = new java.util.concurrent.atomic.AtomicInteger();
+            Boolean retried = free.tryLock(Duration.ZERO)
+                    .flatMap(got -> attempts.incrementAndGet() == 1 ? Mono.<Boolean>error(new IllegalStateException("once more"))
+                            : Mono.just(got))
+                    .retry(1)
+                    .flatMap(got -> redis.command("HVALS", "nested").equals(List.of("2"))
+                            ? free.unlock().then(free.unlock()).thenReturn(got) : Mono.just(false))
+                    .contextWrite(ReactiveBaton.newOwner()).subscribeOn(one).block(Duration.ofSeconds(5));
+            assertTrue(retried, "the retry re-entered (two holds of one owner) and that owner released both");
+            assertEquals(2, attempts.get());
+            assertEquals(0L, redis.command("EXISTS", "nested"));
         } finally {
             one.dispose();
         }
@@ -311,5 +341,211 @@ class ReactiveBatonTest {
     @Test
     void theInnerPublisherIsCancelledWhenTheWatchdogCannotRenewWithRedisDown() {
         assertCancelledByTheValidityEnd(cancelledAfter("down", redis::kill, redis::restart), "Redis went down");
+    }
+
+    /**
+     * Baton's own threads: Lettuce's I/O and computation threads ({@code lettuce-nioEventLoop-*},
+     * {@code lettuce-epollEventLoop-*}, {@code lettuce-eventExecutorLoop-*}) and Baton's timers
+     * ({@code baton-timer-*}, {@code baton-system-timer}).
+     */
+    private static boolean isBatonThread(String thread) {
+        return thread.startsWith("lettuce-") || thread.startsWith("baton-");
+    }
+
+    /** The signals a subscriber got, each with the thread it came on, and the end of the subscription. */
+    private record Signals(String what, List<String> seen, java.util.concurrent.CompletableFuture<Void> ended) {
+        /** Waits (bounded) for the end; asserts every signal came on Reactor's parallel scheduler, none on Baton's threads. */
+        void assertOnReactorsScheduler() throws Exception {
+            ended.get(5, java.util.concurrent.TimeUnit.SECONDS);
+            System.out.println(what + ": " + seen);
+            assertFalse(seen.isEmpty(), what + ": no signal");
+            for (String signal : seen) {
+                String thread = signal.substring(signal.indexOf(" on ") + 4);
+                assertFalse(isBatonThread(thread), what + ": a signal on Baton's thread: " + seen);
+                assertTrue(thread.startsWith("parallel-"), what + ": a signal off Reactor's parallel scheduler: " + seen);
+            }
+        }
+    }
+
+    /** Subscribes to {@code publisher}, recording the thread of each onNext, onError and onComplete. */
+    private static Signals record(String what, org.reactivestreams.Publisher<?> publisher) {
+        List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.concurrent.CompletableFuture<Void> ended = new java.util.concurrent.CompletableFuture<>();
+        Flux.from(publisher).subscribe(
+                value -> seen.add("onNext(" + value + ") on " + Thread.currentThread().getName()),
+                error -> {
+                    seen.add("onError(" + error.getClass().getSimpleName() + ") on " + Thread.currentThread().getName());
+                    ended.complete(null);
+                },
+                () -> {
+                    seen.add("onComplete on " + Thread.currentThread().getName());
+                    ended.complete(null);
+                });
+        return new Signals(what, seen, ended);
+    }
+
+    @Test
+    void publishersSignalOnReactorsSchedulerNeverOnBatonsThreads() throws Exception {
+        Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
+        try {
+            ReactiveLock lock = reactive.lock("signals");
+            long owner = Baton.newOwnerId();
+            reactor.util.context.Context mine = reactor.util.context.Context.of(ReactiveBaton.OWNER, owner);
+            record("lock()", lock.lock().contextWrite(mine)).assertOnReactorsScheduler();
+            record("tryLock(0) re-entering", lock.tryLock(Duration.ZERO).contextWrite(mine)).assertOnReactorsScheduler();
+            record("unlock()", lock.unlock().contextWrite(mine)).assertOnReactorsScheduler();
+            record("unlock() of the last hold", lock.unlock().contextWrite(mine)).assertOnReactorsScheduler();
+            record("unlock() refused (onError)", lock.unlock().contextWrite(mine)).assertOnReactorsScheduler();
+            record("withLock value", lock.withLock(scope -> Mono.just("v"))).assertOnReactorsScheduler();
+            record("withLock error", lock.withLock(scope -> Mono.error(new IllegalStateException("x"))))
+                    .assertOnReactorsScheduler();
+            record("withLockMany", lock.withLockMany(scope -> Flux.just(1, 2, 3))).assertOnReactorsScheduler();
+            BatonLock theirs = other.lock("signals");
+            theirs.lock();
+            try {
+                // Ended by Baton's timer: the wait runs out while another client holds the lock.
+                record("tryLock(100 ms) timing out", lock.tryLock(Duration.ofMillis(100)).contextWrite(ReactiveBaton.newOwner()))
+                        .assertOnReactorsScheduler();
+            } finally {
+                theirs.unlock();
+            }
+
+            ReactiveSemaphore permits = reactive.semaphore("signals-sem");
+            record("trySetPermits", permits.trySetPermits(1)).assertOnReactorsScheduler();
+            record("acquire", permits.acquire(1)).assertOnReactorsScheduler();
+            record("tryAcquire(100 ms) timing out", permits.tryAcquire(1, Duration.ofMillis(100))).assertOnReactorsScheduler();
+            record("release", permits.release(1)).assertOnReactorsScheduler();
+            record("withPermits", permits.withPermits(1, () -> Mono.just("w"))).assertOnReactorsScheduler();
+            record("availablePermits", permits.availablePermits()).assertOnReactorsScheduler();
+
+            ReactiveCountDownLatch latch = reactive.countDownLatch("signals-latch");
+            record("trySetCount", latch.trySetCount(1)).assertOnReactorsScheduler();
+            record("await(100 ms) timing out", latch.await(Duration.ofMillis(100))).assertOnReactorsScheduler();
+            record("countDown", latch.countDown()).assertOnReactorsScheduler();
+            record("await() at zero", latch.await()).assertOnReactorsScheduler();
+        } finally {
+            other.close();
+        }
+    }
+
+    /**
+     * The signals caused by a pub/sub wake-up: another client's release, release of permits,
+     * count-down or delete arrives on Lettuce's I/O thread, and Baton's future completes there;
+     * the publisher must still signal on Reactor's parallel scheduler.
+     */
+    @Test
+    void publishersWokenByAnotherClientSignalOnReactorsSchedulerNeverOnBatonsThreads() throws Exception {
+        Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
+        try {
+            // The raw future a wake-up completes, for the record: where a publisher without publishOn would signal.
+            BatonLock theirs = other.lock("woken");
+            theirs.lock();
+            AtomicReference<String> rawThread = new AtomicReference<>();
+            long rawOwner = Baton.newOwnerId();
+            java.util.concurrent.CompletableFuture<Void> raw = baton.lock("woken").lockAsync(rawOwner)
+                    .thenRun(() -> rawThread.set(Thread.currentThread().getName())).toCompletableFuture();
+            redis.awaitAnySubscriber("redisson_lock__channel:{woken}");
+            theirs.unlock();
+            raw.get(5, java.util.concurrent.TimeUnit.SECONDS);
+            System.out.println("a raw lockAsync woken by another client's release completed on " + rawThread.get());
+            baton.lock("woken").unlockAsync(rawOwner).toCompletableFuture().get(5, java.util.concurrent.TimeUnit.SECONDS);
+
+            ReactiveLock lock = reactive.lock("woken");
+            long owner = Baton.newOwnerId();
+            reactor.util.context.Context mine = reactor.util.context.Context.of(ReactiveBaton.OWNER, owner);
+            theirs.lock();
+            Signals locked = record("lock() woken by a release", lock.lock().contextWrite(mine));
+            redis.awaitAnySubscriber("redisson_lock__channel:{woken}");
+            assertFalse(locked.ended().isDone(), "waiting while the other client holds it");
+            theirs.unlock();
+            locked.assertOnReactorsScheduler();
+            record("unlock() after a wake-up", lock.unlock().contextWrite(mine)).assertOnReactorsScheduler();
+
+            theirs.lock();
+            Signals tried = record("tryLock(5 s) woken by a release", lock.tryLock(Duration.ofSeconds(5)).contextWrite(mine));
+            redis.awaitAnySubscriber("redisson_lock__channel:{woken}");
+            theirs.unlock();
+            tried.assertOnReactorsScheduler();
+            assertTrue(tried.seen().get(0).startsWith("onNext(true)"), tried.seen().toString());
+            lock.unlock().contextWrite(mine).block(Duration.ofSeconds(5));
+
+            theirs.lock();
+            Signals scoped = record("withLock woken by a release", lock.withLock(scope -> Mono.just("w")));
+            redis.awaitAnySubscriber("redisson_lock__channel:{woken}");
+            theirs.unlock();
+            scoped.assertOnReactorsScheduler();
+
+            ReactiveSemaphore permits = reactive.semaphore("woken-sem");
+            assertTrue(permits.trySetPermits(1).block(Duration.ofSeconds(5)));
+            other.semaphore("woken-sem").acquire(1);
+            Signals acquired = record("acquire woken by another client's release", permits.acquire(1));
+            redis.awaitAnySubscriber("redisson_sc:{woken-sem}");
+            other.semaphore("woken-sem").release(1);
+            acquired.assertOnReactorsScheduler();
+            permits.release(1).block(Duration.ofSeconds(5));
+            other.semaphore("woken-sem").acquire(1);
+            Signals scopedPermits = record("withPermits woken by another client's release",
+                    permits.withPermits(1, () -> Mono.just("p")));
+            redis.awaitAnySubscriber("redisson_sc:{woken-sem}");
+            other.semaphore("woken-sem").release(1);
+            scopedPermits.assertOnReactorsScheduler();
+
+            ReactiveCountDownLatch latch = reactive.countDownLatch("woken-latch");
+            assertTrue(latch.trySetCount(1).block(Duration.ofSeconds(5)));
+            Signals opened = record("await() woken by another client's countDown", latch.await());
+            redis.awaitAnySubscriber("redisson_countdownlatch__channel__{woken-latch}");
+            other.countDownLatch("woken-latch").countDown();
+            opened.assertOnReactorsScheduler();
+            assertTrue(opened.seen().get(0).startsWith("onComplete"), opened.seen().toString());
+
+            ReactiveCountDownLatch deleted = reactive.countDownLatch("woken-deleted");
+            assertTrue(deleted.trySetCount(1).block(Duration.ofSeconds(5)));
+            Signals failed = record("await() ended by another client's delete", deleted.await());
+            redis.awaitAnySubscriber("redisson_countdownlatch__channel__{woken-deleted}");
+            other.countDownLatch("woken-deleted").delete();
+            failed.assertOnReactorsScheduler();
+            assertTrue(failed.seen().get(0).startsWith("onError(SynchronizerDeletedException)"), failed.seen().toString());
+        } finally {
+            other.close();
+        }
+    }
+
+    @Test
+    void aFluxIsCancelledWithLeaseLostWithinAThirdOfTheWatchdogTimeoutOfTheDelete() throws Exception {
+        java.util.concurrent.CountDownLatch itemsPassedOn = new java.util.concurrent.CountDownLatch(3);
+        AtomicLong cancelledAt = new AtomicLong();
+        List<Long> items = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.concurrent.CompletableFuture<Throwable> ended = new java.util.concurrent.CompletableFuture<>();
+        AtomicLong endedAt = new AtomicLong();
+        Disposable subscription = reactive.lock("lost-flux-bound").withLockMany(scope -> Flux.interval(Duration.ofMillis(20))
+                        .doOnCancel(() -> cancelledAt.compareAndSet(0, System.nanoTime())))
+                .subscribe(item -> {
+                    items.add(item);
+                    itemsPassedOn.countDown();
+                }, error -> {
+                    endedAt.set(System.nanoTime());
+                    ended.complete(error);
+                }, () -> ended.complete(null));
+        try {
+            assertTrue(itemsPassedOn.await(5, java.util.concurrent.TimeUnit.SECONDS), "items passed on under the lock");
+            long deleted = System.nanoTime();
+            assertEquals(1L, redis.command("DEL", "lost-flux-bound"));
+            Throwable error = ended.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertInstanceOf(LeaseLostException.class, error, String.valueOf(error));
+            assertTrue(cancelledAt.get() != 0, "the inner flux was cancelled");
+            Duration cancelled = Duration.ofNanos(cancelledAt.get() - deleted);
+            Duration failed = Duration.ofNanos(endedAt.get() - deleted);
+            Duration bound = Bounds.within(WATCHDOG.dividedBy(3));
+            System.out.println("withLockMany: inner flux cancelled " + cancelled.toMillis() + " ms, LeaseLostException "
+                    + failed.toMillis() + " ms after the delete; bound " + bound.toMillis() + " ms; " + items.size()
+                    + " items passed on");
+            assertTrue(cancelled.compareTo(bound) <= 0, "cancelled " + cancelled.toMillis() + " ms after the delete, bound "
+                    + bound.toMillis() + " ms");
+            assertTrue(failed.compareTo(bound) <= 0, "LeaseLostException " + failed.toMillis() + " ms after the delete, bound "
+                    + bound.toMillis() + " ms");
+            Await.until(Bounds.CLEAN_UP, () -> "nothing held", () -> baton.leasesHeld() == 0);
+        } finally {
+            subscription.dispose();
+        }
     }
 }
