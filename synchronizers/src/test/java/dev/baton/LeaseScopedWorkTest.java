@@ -478,4 +478,100 @@ class LeaseScopedWorkTest {
         closer.join(10_000);
         assertFalse(Thread.interrupted(), "no stop's interrupt outlives the work");
     }
+
+    /**
+     * Baton's own threads: Lettuce's I/O and computation threads ({@code lettuce-nioEventLoop-*},
+     * {@code lettuce-epollEventLoop-*}, {@code lettuce-eventExecutorLoop-*}) and Baton's timers
+     * ({@code baton-timer-*}, {@code baton-system-timer}).
+     */
+    static boolean isBatonThread(String thread) {
+        return thread.startsWith("lettuce-") || thread.startsWith("baton-");
+    }
+
+    /** The thread {@code start} (a withLockAsync call given the work) calls its work on; the call must succeed. */
+    private static String workThread(java.util.function.Function<java.util.function.Function<LeaseScope,
+            java.util.concurrent.CompletionStage<String>>, java.util.concurrent.CompletionStage<String>> start) throws Exception {
+        java.util.concurrent.CompletableFuture<String> calledOn = new java.util.concurrent.CompletableFuture<>();
+        java.util.concurrent.CompletableFuture<String> done = start.apply(scope -> {
+            calledOn.complete(Thread.currentThread().getName());
+            return java.util.concurrent.CompletableFuture.completedFuture("done");
+        }).toCompletableFuture();
+        assertEquals("done", done.get(5, TimeUnit.SECONDS));
+        return calledOn.get(5, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void asyncWorkIsCalledOffBatonsThreadsAlsoWhenTheGrantComesFromAWakeUp() throws Exception {
+        java.util.List<String> seen = new java.util.ArrayList<>();
+        BatonLock uncontended = baton.lock("off-threads");
+        seen.add("uncontended on " + workThread(uncontended::withLockAsync));
+        long owner = Baton.newOwnerId();
+        uncontended.lockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        seen.add("re-entering its owner's hold on " + workThread(work -> uncontended.withLockAsync(owner, work)));
+        uncontended.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+
+        Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
+        try {
+            record Kind(String what, BatonLock theirs, BatonLock ours, String channel) {
+            }
+            for (Kind kind : java.util.List.of(
+                    new Kind("reentrant", other.lock("w-lock"), baton.lock("w-lock"), "redisson_lock__channel:{w-lock}"),
+                    new Kind("fair", other.fairLock("w-fair"), baton.fairLock("w-fair"), "baton_fair_lock:{w-fair}"),
+                    new Kind("fenced", other.fencedLock("w-fenced"), baton.fencedLock("w-fenced"),
+                            "redisson_lock__channel:{w-fenced}"),
+                    new Kind("write", other.readWriteLock("w-rw").writeLock(), baton.readWriteLock("w-rw").writeLock(),
+                            "redisson_rwlock:{w-rw}"),
+                    new Kind("read", other.readWriteLock("w-rw").writeLock(), baton.readWriteLock("w-rw").readLock(),
+                            "redisson_rwlock:{w-rw}"))) {
+                kind.theirs().lock();
+                redis.command("CONFIG", "RESETSTAT");
+                java.util.concurrent.CompletableFuture<String> calledOn = new java.util.concurrent.CompletableFuture<>();
+                java.util.concurrent.CompletableFuture<String> done = kind.ours().withLockAsync(scope -> {
+                    calledOn.complete(Thread.currentThread().getName());
+                    return java.util.concurrent.CompletableFuture.completedFuture("done");
+                }).toCompletableFuture();
+                // Parked: subscribed, and both its attempts (before and after SUBSCRIBE) refused.
+                redis.awaitSubscribers(kind.channel(), 1);
+                dev.baton.testkit.Await.until(Duration.ofSeconds(10), () -> kind.what() + ": two attempts",
+                        () -> redis.calls("evalsha") >= 2);
+                assertFalse(calledOn.isDone(), kind.what() + ": not called before the grant");
+                kind.theirs().unlock(); // the grant comes from the release's pub/sub message, on Lettuce's I/O thread
+                assertEquals("done", done.get(5, TimeUnit.SECONDS));
+                seen.add(kind.what() + " woken by another client's release on " + calledOn.get());
+            }
+        } finally {
+            other.close();
+        }
+        System.out.println("withLockAsync called its work: " + seen);
+        for (String call : seen) {
+            String thread = call.substring(call.lastIndexOf(" on ") + 4);
+            assertFalse(isBatonThread(thread), "work called on Baton's thread: " + seen);
+        }
+    }
+
+    /**
+     * Read and write locks' scoped work is stopped as the reentrant lock's is: within a third of
+     * the watchdog timeout (+ 300 ms) after the lock's key is deleted directly in Redis.
+     */
+    private void assertStoppedWithinAThirdOfTheWatchdogTimeoutOfTheDelete(BatonLock lock, String key, String what)
+            throws Exception {
+        Duration bound = Bounds.within(WATCHDOG.dividedBy(3));
+        Stop stop = runUntilStopped(lock, () -> assertEquals(1L, redis.command("DEL", key), "the key deleted"));
+        System.out.println(what + " lock's work stopped " + stop.after().toMillis() + " ms after the delete, bound "
+                + bound.toMillis() + " ms");
+        assertTrue(stop.after().compareTo(bound) <= 0, what + ": stopped " + stop.after().toMillis()
+                + " ms after the delete, bound " + bound.toMillis() + " ms");
+        assertTrue(stop.lost().getMessage().contains("lost"), stop.lost().getMessage());
+        assertEquals(0, baton.leasesHeld(), "nothing kept held");
+    }
+
+    @Test
+    void readLockWorkIsStoppedWithinAThirdOfTheWatchdogTimeoutAfterTheKeyIsDeleted() throws Exception {
+        assertStoppedWithinAThirdOfTheWatchdogTimeoutOfTheDelete(baton.readWriteLock("rw-read").readLock(), "rw-read", "read");
+    }
+
+    @Test
+    void writeLockWorkIsStoppedWithinAThirdOfTheWatchdogTimeoutAfterTheKeyIsDeleted() throws Exception {
+        assertStoppedWithinAThirdOfTheWatchdogTimeoutOfTheDelete(baton.readWriteLock("rw-write").writeLock(), "rw-write", "write");
+    }
 }

@@ -206,4 +206,88 @@ class MultiLockScopedWorkTest {
             other.close();
         }
     }
+
+    @Test
+    void aLockLostWhileALaterOneIsAwaitedEndsTheCallWithinAThirdOfTheWatchdogTimeout() throws Exception {
+        Duration bound = Bounds.within(WATCHDOG.dividedBy(3));
+        Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
+        try {
+            BatonLock theirs = other.lock("m-c");
+            theirs.lock();
+            // Blocking: m-a and m-b held, m-c awaited (another client holds it), then m-a deleted.
+            AtomicBoolean ran = new AtomicBoolean();
+            AtomicLong deletedAt = new AtomicLong();
+            AtomicLong heldWhenDeleted = new AtomicLong();
+            Thread deleter = new Thread(() -> {
+                redis.awaitAnySubscriber("redisson_lock__channel:{m-c}");
+                heldWhenDeleted.set(held());
+                deletedAt.set(System.nanoTime());
+                redis.command("DEL", "m-a");
+            });
+            deleter.start();
+            LeaseLostException lost = assertThrows(LeaseLostException.class, () -> set().withLock(scope -> {
+                ran.set(true);
+                return null;
+            }));
+            long endedAt = System.nanoTime();
+            deleter.join(10_000);
+            assertEquals(3L, heldWhenDeleted.get(), "m-a and m-b ours, m-c theirs, when m-a was deleted");
+            Duration blocking = Duration.ofNanos(endedAt - deletedAt.get());
+            assertEquals("m-a", lost.lockName());
+            assertFalse(ran.get(), "the work never ran");
+            assertFalse(Thread.currentThread().isInterrupted());
+            Await.until(Bounds.CLEAN_UP, () -> "m-b given back, the wait for m-c left", () ->
+                    (Long) redis.command("EXISTS", "m-a", "m-b") == 0L && redis.subscribers("redisson_lock__channel:{m-c}") == 0L
+                            && baton.leasesHeld() == 0);
+
+            // Async: the same, the returned stage failing with m-a's loss.
+            CompletableFuture<String> done = set().withLockAsync(scope -> {
+                ran.set(true);
+                return CompletableFuture.completedFuture("ran");
+            }).toCompletableFuture();
+            redis.awaitAnySubscriber("redisson_lock__channel:{m-c}");
+            assertEquals(3L, held(), "m-a and m-b ours, m-c theirs");
+            long deleted = System.nanoTime();
+            redis.command("DEL", "m-a");
+            ExecutionException failed = assertThrows(ExecutionException.class, () -> done.get(10, TimeUnit.SECONDS));
+            Duration async = Duration.ofNanos(System.nanoTime() - deleted);
+            assertInstanceOf(LeaseLostException.class, failed.getCause());
+            assertEquals("m-a", ((LeaseLostException) failed.getCause()).lockName());
+            assertFalse(ran.get(), "the work never ran");
+            System.out.println("a multi-lock waiting for m-c ended with m-a's loss " + blocking.toMillis() + " ms (blocking), "
+                    + async.toMillis() + " ms (async) after m-a's delete; bound " + bound.toMillis() + " ms");
+            assertTrue(blocking.compareTo(bound) <= 0, "blocking: ended " + blocking.toMillis() + " ms after the delete, bound "
+                    + bound.toMillis() + " ms");
+            assertTrue(async.compareTo(bound) <= 0, "async: ended " + async.toMillis() + " ms after the delete, bound "
+                    + bound.toMillis() + " ms");
+            theirs.unlock();
+            Await.until(Bounds.CLEAN_UP, () -> "nothing held", () -> held() == 0L && baton.leasesHeld() == 0);
+        } finally {
+            other.close();
+        }
+    }
+
+    @Test
+    void asyncWorkIsCalledOffBatonsThreadsAlsoWhenTheLastLockComesFromAWakeUp() throws Exception {
+        Baton other = Baton.create(BatonOptions.builder().redisUri(redis.uri()).build());
+        try {
+            BatonLock theirs = other.lock("m-c");
+            theirs.lock();
+            CompletableFuture<String> calledOn = new CompletableFuture<>();
+            CompletableFuture<String> done = set().withLockAsync(scope -> {
+                calledOn.complete(Thread.currentThread().getName());
+                return CompletableFuture.completedFuture("done");
+            }).toCompletableFuture();
+            redis.awaitAnySubscriber("redisson_lock__channel:{m-c}");
+            assertFalse(calledOn.isDone(), "not called before every lock is held");
+            theirs.unlock();
+            assertEquals("done", done.get(5, TimeUnit.SECONDS));
+            String thread = calledOn.get();
+            System.out.println("multi-lock withLockAsync, m-c granted by a wake-up: work called on " + thread);
+            assertFalse(LeaseScopedWorkTest.isBatonThread(thread), "work called on Baton's thread: " + thread);
+            Await.until(Bounds.CLEAN_UP, () -> "nothing held", () -> held() == 0L && baton.leasesHeld() == 0);
+        } finally {
+            other.close();
+        }
+    }
 }
