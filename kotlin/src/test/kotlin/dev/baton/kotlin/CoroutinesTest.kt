@@ -3,6 +3,7 @@ package dev.baton.kotlin
 import dev.baton.Baton
 import dev.baton.BatonOptions
 import dev.baton.LeaseLostException
+import dev.baton.SynchronizerDeletedException
 import dev.baton.testkit.Await
 import dev.baton.testkit.Bounds
 import dev.baton.testkit.RedisExtension
@@ -18,6 +19,7 @@ import kotlinx.coroutines.delay
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withContext
+import kotlinx.coroutines.withTimeout
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
@@ -29,6 +31,8 @@ import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.extension.ExtendWith
 import java.util.concurrent.Executors
 import java.util.concurrent.atomic.AtomicBoolean
+import kotlin.coroutines.CoroutineContext
+import kotlin.coroutines.EmptyCoroutineContext
 import kotlin.time.Duration.Companion.milliseconds
 import java.time.Duration as JavaDuration
 
@@ -104,15 +108,134 @@ class CoroutinesTest(private val redis: RedisServer) {
         withBatonOwner {
             lock.lock()
             val lockedOn = Thread.currentThread()
-            val workedOn = withContext(Dispatchers.IO) { Thread.currentThread() } // another thread, the same owner
-            lock.unlock()
-            assertNotEquals(lockedOn, workedOn)
+            val unlockedOn = withContext(Dispatchers.IO) {      // another thread, the same owner
+                lock.unlock()
+                Thread.currentThread()
+            }
+            assertNotEquals(lockedOn, unlockedOn)
         }
         // snippet kotlin-lock-unlock ends
         assertEquals(0L, redis.command("EXISTS", "hopping"))
         val noOwner = runCatching { lock.lock() }.exceptionOrNull()
         assertInstanceOf(IllegalStateException::class.java, noOwner)
         assertTrue(noOwner!!.message!!.contains("withBatonOwner"), noOwner.message)
+
+        // Two dispatchers of one thread each, so the threads are certain: the owner locks on one,
+        // another owner on that very thread cannot unlock it, and the owner unlocks from the other.
+        val locking = Executors.newSingleThreadExecutor { Thread(it, "locking-thread") }.asCoroutineDispatcher()
+        val unlocking = Executors.newSingleThreadExecutor { Thread(it, "unlocking-thread") }.asCoroutineDispatcher()
+        try {
+            withContext(locking) {
+                withBatonOwner {
+                    val owner = coroutineContext[BatonOwner]!!.id
+                    lock.lock()
+                    val lockedOn = Thread.currentThread().name.substringBefore(" @")
+                    assertTrue(lock.lock.isHeldByThread(owner), "held for the coroutine's owner")
+                    assertEquals(1, lock.lock.getHoldCount(owner))
+                    val stranger = withBatonOwner { runCatching { lock.unlock() }.exceptionOrNull() }
+                    assertInstanceOf(IllegalMonitorStateException::class.java, stranger,
+                        "another owner on the thread that locked cannot unlock: $stranger")
+                    assertEquals(lockedOn, Thread.currentThread().name.substringBefore(" @"))
+                    val unlockedOn = withContext(unlocking) {
+                        lock.unlock()
+                        Thread.currentThread().name.substringBefore(" @")
+                    }
+                    assertEquals("locking-thread", lockedOn)
+                    assertEquals("unlocking-thread", unlockedOn)
+                    assertEquals(0L, redis.command("EXISTS", "hopping"), "released by its owner from the other thread")
+                    assertEquals(0, baton.leasesHeld())
+                }
+            }
+        } finally {
+            locking.close()
+            unlocking.close()
+        }
+    }
+
+    /**
+     * Runs [call] in a coroutine on a thread of its own, after [before] there, and cancels that
+     * coroutine while the call's command is in flight (Redis paused, so it cannot be answered):
+     * the coroutine must not end before Redis answered, and it has ended when this returns.
+     * Returns what the call ended with (null: it returned).
+     */
+    private fun cancelledInFlight(context: CoroutineContext, before: suspend () -> Unit, call: suspend () -> Unit): Throwable? {
+        val one = Executors.newSingleThreadExecutor { Thread(it, "caller") }.asCoroutineDispatcher()
+        try {
+            return runBlocking {
+                val ready = CompletableDeferred<Unit>()
+                val go = CompletableDeferred<Unit>()
+                val calling = CompletableDeferred<Unit>()
+                val ended = java.util.concurrent.atomic.AtomicReference<Throwable?>()
+                val job = launch(one + context) {
+                    before()
+                    ready.complete(Unit)
+                    go.await()
+                    calling.complete(Unit)
+                    try {
+                        call()
+                    } catch (e: Throwable) {
+                        ended.set(e)
+                        throw e
+                    }
+                }
+                ready.await()
+                redis.pause()
+                try {
+                    go.complete(Unit)
+                    calling.await()
+                    withContext(one) {} // the call has run up to its suspension: its command is sent
+                    job.cancel()
+                    withContext(one) {} // a call that gave way to the cancel would have ended the coroutine by now
+                    assertFalse(job.isCompleted, "the coroutine ended at its cancel, before Redis could answer its call")
+                } finally {
+                    redis.resume()
+                }
+                withTimeout(5_000) { job.join() }
+                ended.get()
+            }
+        } finally {
+            one.close()
+        }
+    }
+
+    @Test
+    fun unlockReleaseAndCountDownCompleteWhenTheirCoroutineIsCancelled() {
+        val lock = baton.lock("not-cancelled").suspending()
+        val unlocked = cancelledInFlight(BatonOwner(Baton.newOwnerId()), { lock.lock() }) { lock.unlock() }
+        println("unlock() cancelled in flight ended with $unlocked")
+        assertEquals(0L, redis.command("EXISTS", "not-cancelled"), "the unlock completed though its coroutine was cancelled")
+        assertEquals(0, baton.leasesHeld())
+
+        val permits = baton.semaphore("not-cancelled-sem").suspending()
+        val released = cancelledInFlight(EmptyCoroutineContext, {
+            assertTrue(permits.trySetPermits(1))
+            baton.semaphore("not-cancelled-sem").acquire(1)
+        }) { permits.release(1) }
+        println("release(1) cancelled in flight ended with $released")
+        assertEquals("1", redis.command("GET", "not-cancelled-sem"), "the permit is back though its coroutine was cancelled")
+
+        val latch = baton.countDownLatch("not-cancelled-latch").suspending()
+        val counted = cancelledInFlight(EmptyCoroutineContext, { assertTrue(latch.trySetCount(1)) }) { latch.countDown() }
+        println("countDown() cancelled in flight ended with $counted")
+        assertEquals(0L, baton.countDownLatch("not-cancelled-latch").count, "counted down though its coroutine was cancelled")
+        assertEquals(0L, redis.command("EXISTS", "not-cancelled-latch"))
+    }
+
+    @Test
+    fun aDeletedLatchEndsItsAwaitWithSynchronizerDeletedException(): Unit = runBlocking {
+        val latch = baton.countDownLatch("deleted-latch").suspending()
+        assertTrue(latch.trySetCount(1))
+        redis.command("CONFIG", "RESETSTAT")
+        val awaiting = async(Dispatchers.Default) { runCatching { latch.await() }.exceptionOrNull() }
+        // Parked: subscribed, and both its reads (before and after SUBSCRIBE) answered.
+        redis.awaitSubscribers("redisson_countdownlatch__channel__{deleted-latch}", 1)
+        Await.until(JavaDuration.ofSeconds(10), { "two reads" }) { redis.calls("get") >= 2 }
+        assertFalse(awaiting.isCompleted, "waiting at a count of 1")
+        val deleted = System.nanoTime()
+        assertTrue(baton.countDownLatch("deleted-latch").delete())
+        val failure = withTimeout(5_000) { awaiting.await() }
+        println("a deleted latch's await ended ${JavaDuration.ofNanos(System.nanoTime() - deleted).toMillis()} ms after the delete with $failure")
+        assertInstanceOf(SynchronizerDeletedException::class.java, failure, failure.toString())
     }
 
     @Test
