@@ -196,7 +196,7 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                 // reached zero since, which is all await() waits for, even if it was re-armed after.
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
-            return services.executor().read("GET", name, c -> c.get(name)).thenApply(value -> {
+            return services.executor().read("GET", name, c -> c.get(name)).thenCompose(value -> {
                 if (value != null && Long.parseLong(value) > 0) {
                     // Only a count seen while subscribed promises a message when it changes.
                     sawPositive = s != null;
@@ -204,24 +204,57 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                     if (s != null) {
                         markAfterThisRead(s);
                     }
-                    return new AcquireEngine.Outcome(false, RECHECK_MS);
+                    return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false, RECHECK_MS));
                 }
                 if (value != null || !sawPositive || ZERO_MESSAGE.equals(lastMessage)) {
-                    return AcquireEngine.Outcome.GRANTED;
+                    return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
                 }
-                // Gone, and no "0" yet. Give the messages a moment to arrive: a "0" may still be
-                // on its way (in a cluster a stale "1" from the arming can even come first).
-                if (!gaveGrace) {
-                    gaveGrace = true;
-                    return new AcquireEngine.Outcome(false, MESSAGE_GRACE_MS);
+                // Gone, and no "0" seen yet: reached zero, or deleted? Whatever made it go was
+                // published before this read, so a PING sent now is answered after it: then the
+                // stream says which (the simulation found a timed await that decided on a "1" of
+                // a re-arm while the zero after it was still on its way, and threw
+                // SynchronizerDeletedException for a latch nobody deleted).
+                if (s != null && m != null && m.waiter() == s.waiter()) {
+                    return s.barrier().handle((heard, e) -> e == null ? gone(s, m) : afterGrace());
                 }
-                if (NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
-                    throw new SynchronizerDeletedException(name, "count-down latch '" + name
-                            + "' was deleted while this caller was waiting for it to reach zero");
-                }
-                // No message at all (lost): take the latch as having reached zero.
-                return AcquireEngine.Outcome.GRANTED;
+                return CompletableFuture.completedFuture(afterGrace());
             });
+        }
+
+        /**
+         * The latch is gone, and every message published before the read that found it gone has
+         * been heard: a "0" after the mark of a positive read means it reached zero since; else a
+         * "1" (a deletion, a re-arm that another deletion followed) means it was deleted; no
+         * message at all means the messages were lost, and it is taken as having reached zero.
+         */
+        private AcquireEngine.Outcome gone(PubSubService.Subscription s, Mark m) {
+            if (s.waiter().watchedHeard() > m.heard()) {
+                return AcquireEngine.Outcome.GRANTED;
+            }
+            String latest = s.waiter().peekMessage();
+            if (NEW_COUNT_OR_DELETED_MESSAGE.equals(latest != null ? latest : lastMessage)) {
+                throw deleted();
+            }
+            return AcquireEngine.Outcome.GRANTED;
+        }
+
+        /** The latch is gone and the stream's order is not known: give a "0" a moment to arrive, then decide by the last message. */
+        private AcquireEngine.Outcome afterGrace() {
+            // A "0" may still be on its way (in a cluster a stale "1" from the arming can even come first).
+            if (!gaveGrace) {
+                gaveGrace = true;
+                return new AcquireEngine.Outcome(false, MESSAGE_GRACE_MS);
+            }
+            if (NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
+                throw deleted();
+            }
+            // No message at all (lost): take the latch as having reached zero.
+            return AcquireEngine.Outcome.GRANTED;
+        }
+
+        private SynchronizerDeletedException deleted() {
+            return new SynchronizerDeletedException(name, "count-down latch '" + name
+                    + "' was deleted while this caller was waiting for it to reach zero");
         }
 
         /**

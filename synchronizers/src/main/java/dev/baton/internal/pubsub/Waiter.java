@@ -61,6 +61,11 @@ public final class Waiter {
         return watchedHeard;
     }
 
+    /** The latest message seen since the last {@link #takeMessage()}, or {@code null}; leaves it. */
+    public String peekMessage() {
+        return lastMessage;
+    }
+
     /** The latest message seen since the last call, or {@code null}; clears it. */
     public String takeMessage() {
         String m = lastMessage;
