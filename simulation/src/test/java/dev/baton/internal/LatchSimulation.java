@@ -12,17 +12,19 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One seeded run of the count-down latch: set to {@value #COUNT}, two clients, three actors each
- * that wait (untimed, timed, cancelled) or count down, until {@value #COUNT} count-downs have been
- * called in all; then everyone waits once more.
+ * One seeded run of the count-down latch: armed with a count, two clients, three actors each
+ * that wait (untimed, timed, cancelled) or count down; the actor whose count-down is the last of
+ * a round awaits the zero and re-arms the latch at once, in that await's own callback (the user
+ * pattern of issue 45: a coordinator re-arming as soon as a round reaches zero), for {@link #rounds} rounds
+ * of 1 to 6 each ({@value #COUNT} count-downs in all at most); then everyone waits once more.
  *
  * <p>Checked against the simulated keyspace: a wait that returns {@code true} does so only once
- * {@value #COUNT} count-downs have been called (a count-down counted twice would open it early);
- * every timed wait ends within its bound on virtual time; a count-down either returns or throws
- * {@code DoNotRetryException} (Baton finishes it); no wait goes on while the latch is open in Redis
- * for longer than {@link Simulation#unawareBound} (a wake-up lost where no message was); after
- * the drain every wait has ended, the last ones opened, and the latch is at zero in Redis
- * (nothing lost).
+ * the round that was armed when it began has had its last count-down called (an earlier round's
+ * zero, or a count-down counted twice, would open it early); every timed wait ends within its
+ * bound on virtual time; a count-down either returns or throws {@code DoNotRetryException} (Baton
+ * finishes it); no wait goes on while the latch is open in Redis for longer than
+ * {@link Simulation#unawareBound} (a wake-up lost where no message was); after the drain every
+ * wait has ended, the last ones opened, and the latch is at zero in Redis (nothing lost).
  */
 final class LatchSimulation extends Simulation {
 
@@ -30,7 +32,16 @@ final class LatchSimulation extends Simulation {
     static final int COUNT = 20;
 
     final List<Waiter> waiters;
+    /** Each round's count, drawn per seed. */
+    final List<Integer> counts = new java.util.ArrayList<>();
+    final int rounds;
+    /** The round armed now (1 first), confirmed by trySetCount's reply, and the count-downs called in it. */
+    int round = 1;
     int countDownsCalled;
+    /** Rounds whose last count-down has been called. */
+    int roundsCompleted;
+    /** A re-arm is under way: no count-down is called until it is confirmed (it would find the latch absent). */
+    boolean rearming;
 
     /** How long a wait may go on while the latch is open in Redis ({@link Simulation#unawareBound}). */
     final long openBound;
@@ -38,11 +49,23 @@ final class LatchSimulation extends Simulation {
     LatchSimulation(long seed, boolean trace, Duration run) {
         super("latch", seed, trace, run);
         openBound = unawareBound(TimeUnit.SECONDS.toNanos(BatonCountDownLatch.RECHECK_SECONDS));
+        int left = COUNT;
+        while (left > 0) {
+            int n = Math.min(left, 1 + world.rnd.nextInt(6));
+            counts.add(n);
+            left -= n;
+        }
+        rounds = counts.size();
         waiters = threeEach(clients, Waiter::new);
         world.watch = () -> {
             boolean open = openInRedis();
             waiters.forEach(w -> w.clock.watch(() -> open));
         };
+    }
+
+    /** The current round's count. */
+    int count() {
+        return counts.get(round - 1);
     }
 
     /** Whether the latch is open in Redis now (its count reached zero and the key went). */
@@ -57,7 +80,7 @@ final class LatchSimulation extends Simulation {
 
     @Override
     void setUp() {
-        setKey(NAME, COUNT);
+        setKey(NAME, counts.get(0));
     }
 
     @Override
@@ -65,7 +88,7 @@ final class LatchSimulation extends Simulation {
         Object[] left = world.keyspace().get(NAME);
         if (left != null) {
             violation("after the drain the latch still counts " + left[1] + " after " + countDownsCalled
-                    + " count-downs of " + COUNT + " (a count-down lost)");
+                    + " count-downs of " + count() + " in round " + round + " of " + rounds + " (a count-down lost)");
         }
     }
 
@@ -92,7 +115,9 @@ final class LatchSimulation extends Simulation {
         public void next() {
             if (stopping) {
                 // The count-downs not called yet are called now; then a last untimed wait must open.
-                if (countDownsCalled < COUNT) {
+                if (rearming) {
+                    pause();
+                } else if (countDownsCalled < count()) {
                     countDown();
                 } else if (!lastWaitDone) {
                     lastWaitDone = true;
@@ -105,7 +130,7 @@ final class LatchSimulation extends Simulation {
             }
             operations++;
             int op = world.rnd.nextInt(5);
-            if (op == 0 && countDownsCalled < COUNT) {
+            if (op == 0 && !rearming && countDownsCalled < count()) {
                 countDown();
                 return;
             }
@@ -128,8 +153,14 @@ final class LatchSimulation extends Simulation {
 
         void countDown() {
             countDownsCalled++;
+            boolean last = countDownsCalled == count();
+            if (last) {
+                roundsCompleted = round;
+                // No count-down of the next round before it is armed (it would find the latch absent).
+                rearming = round < rounds;
+            }
             doing = "countDown";
-            world.note(this + " calls countDownAsync (" + countDownsCalled + " of " + COUNT + ")");
+            world.note(this + " calls countDownAsync (" + countDownsCalled + " of " + count() + ", round " + round + ")");
             long asked = world.now();
             latch.countDownAsync().whenComplete((v, error) -> {
                 checkBound("countDownAsync", asked, boundOf(0));
@@ -139,6 +170,66 @@ final class LatchSimulation extends Simulation {
                 } else if (e != null) {
                     violation(this + ": countDownAsync threw " + e);
                 }
+                if (last && round < rounds) {
+                    awaitZeroThenRearm();
+                } else {
+                    pause();
+                }
+            });
+        }
+
+        /**
+         * The coordinator's pattern: wait for the round's zero (the last count-down called may
+         * land before others still on their way), then re-arm at once, in the await's own callback.
+         */
+        void awaitZeroThenRearm() {
+            doing = "awaiting zero to re-arm";
+            world.note(this + " calls awaitAsync() to re-arm round " + round + "'s latch at zero");
+            latch.awaitAsync().whenComplete((v, error) -> {
+                if (error != null) {
+                    world.note(this + " awaitAsync() before the re-arm ended: " + unwrap(error) + "; again");
+                    world.at(world.micros(0, 2_000), "await again", this::awaitZeroThenRearm);
+                    return;
+                }
+                rearm();
+            });
+        }
+
+        /** Whether an earlier trySetCount of this re-arm was not confirmed (it may have armed the latch). */
+        boolean rearmUnconfirmed;
+
+        /** Arms the next round, as a coordinator does the moment a round reaches zero. */
+        void rearm() {
+            int next = counts.get(round);
+            doing = "trySetCount";
+            world.note(this + " calls trySetCountAsync(" + next + ") for round " + (round + 1));
+            long asked = world.now();
+            latch.trySetCountAsync(next).whenComplete((set, error) -> {
+                checkBound("trySetCountAsync", asked, boundOf(0));
+                Throwable e = unwrap(error);
+                if (e instanceof RedisUnavailableException) {
+                    rearmUnconfirmed = true;
+                    world.note(this + " trySetCount unconfirmed, calling it again: " + e.getMessage());
+                    world.at(world.micros(0, 2_000), "trySetCount again", this::rearm);
+                    return;
+                }
+                if (e != null) {
+                    violation(this + ": trySetCountAsync threw " + e);
+                    return;
+                }
+                if (!Boolean.TRUE.equals(set) && rearmUnconfirmed) {
+                    // The unconfirmed call ran after all (a stalled copy): the latch is armed.
+                    world.note(this + " trySetCount found the latch armed by its own earlier, unconfirmed call");
+                } else if (!Boolean.TRUE.equals(set)) {
+                    violation(this + ": trySetCountAsync found round " + round + "'s latch still armed after an await saw it"
+                            + " reach zero");
+                    return;
+                }
+                rearmUnconfirmed = false;
+                round++;
+                countDownsCalled = 0;
+                rearming = false;
+                world.note(this + " armed round " + round + " with " + next);
                 pause();
             });
         }
@@ -147,6 +238,7 @@ final class LatchSimulation extends Simulation {
             doing = how;
             world.note(this + " calls " + how);
             long asked = world.now();
+            int armedWhenBegun = round; // the round whose trySetCount (or set-up) had returned
             clock.start(openInRedis());
             call.whenComplete((open, error) -> {
                 clock.end();
@@ -159,9 +251,10 @@ final class LatchSimulation extends Simulation {
                 world.note(this + " " + how + (open ? " OPENED" : " timed out"));
                 if (open) {
                     grants++;
-                    if (countDownsCalled < COUNT) {
-                        violation(this + ": " + how + " opened after " + countDownsCalled + " of " + COUNT
-                                + " count-downs (one counted twice)");
+                    if (roundsCompleted < armedWhenBegun) {
+                        violation(this + ": " + how + ", begun with round " + armedWhenBegun + " armed, opened after "
+                                + countDownsCalled + " of its " + count() + " count-downs (an earlier round's zero, or a"
+                                + " count-down counted twice)");
                         return;
                     }
                 }

@@ -126,7 +126,7 @@ final class MultiLockSimulation extends Simulation {
             // One member alone is that lock itself; a set is a multi-lock over them.
             BatonMultiLock multi = size > 1 ? new MultiLock(locks, client.clock) : null;
             BatonLock single = size == 1 ? locks.get(0) : null;
-            int op = world.rnd.nextInt(7);
+            int op = world.rnd.nextInt(8);
             switch (op) {
                 case 0 -> acquire("lockAsync()", chosen, multi, single,
                         (multi != null ? multi.lockAsync(ownerId) : single.lockAsync(ownerId)).thenApply(v -> true), -1, 0);
@@ -145,11 +145,24 @@ final class MultiLockSimulation extends Simulation {
                 }
                 case 4, 5 -> {
                     // The future Baton returned, ended by its caller: cancel(), or its own timeout.
+                    // Judged through the future itself, so that half the time the owner's next call
+                    // starts in that future's own callback (the user pattern of issue 45).
                     CompletableFuture<Void> f = (multi != null ? multi.lockAsync(ownerId) : single.lockAsync(ownerId))
                             .toCompletableFuture();
                     endedByCaller(f, op == 4);
-                    acquire(op == 4 ? "lockAsync() cancelled" : "lockAsync() timed out by its caller", chosen, multi, single,
-                            f.thenApply(v -> true), -1, 0);
+                    boolean fromCallback = world.rnd.nextBoolean();
+                    acquire((op == 4 ? "lockAsync() cancelled" : "lockAsync() timed out by its caller")
+                            + (fromCallback ? ", next call from its callback" : ""), chosen, multi, single, f, -1, 0, fromCallback);
+                }
+                case 6 -> {
+                    // A timed wait its caller completes with false first (completeOnTimeout's shape).
+                    long wait = 20 + world.rnd.nextInt(80);
+                    CompletableFuture<Boolean> f = (multi != null ? multi.tryLockAsync(wait, -1, TimeUnit.MILLISECONDS, ownerId)
+                            : single.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId)).toCompletableFuture();
+                    world.at(world.micros(0, 3_000), "caller completes", () -> f.complete(false));
+                    boolean fromCallback = world.rnd.nextBoolean();
+                    acquire("tryLockAsync(" + wait + " ms) completed false by its caller"
+                            + (fromCallback ? ", next call from its callback" : ""), chosen, multi, single, f, wait, 0, fromCallback);
                 }
                 default -> {
                     long wait = world.rnd.nextInt(3) == 0 ? 0 : world.rnd.nextInt(30);
@@ -162,6 +175,16 @@ final class MultiLockSimulation extends Simulation {
 
         void acquire(String how, List<Integer> chosen, BatonMultiLock multi, BatonLock single, CompletionStage<Boolean> call,
                      long waitMs, long lease) {
+            acquire(how, chosen, multi, single, call, waitMs, lease, false);
+        }
+
+        /**
+         * A call, judged when {@code call} completes ({@code null} or {@code true}: granted); with
+         * {@code nextFromCallback}, a call that ends without the set is followed by the owner's
+         * next call at once, inside {@code call}'s own callback.
+         */
+        void acquire(String how, List<Integer> chosen, BatonMultiLock multi, BatonLock single, CompletionStage<?> call,
+                     long waitMs, long lease, boolean nextFromCallback) {
             String what = how + " of " + names(chosen);
             doing = what;
             world.note(this + " calls " + what);
@@ -176,11 +199,17 @@ final class MultiLockSimulation extends Simulation {
                     : boundOf(waitMs) + t + (followsAbandoned ? 2 * COMMAND_TIMEOUT.toNanos() : 0);
             followsAbandoned = false;
             long asked = world.now();
-            call.whenComplete((got, error) -> {
-                Throwable e = ended(what, asked, bound, error);
-                if (e != null) {
-                    // A multi-lock's next call may first wait for the give-backs this one sent.
-                    followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException || multi != null;
+            call.whenComplete((value, error) -> {
+                boolean got = value == null || Boolean.TRUE.equals(value);
+                nextInCallback = nextFromCallback && (error != null || !got);
+                Throwable failed = unwrap(error);
+                if (failed != null) {
+                    // A multi-lock's next call may first wait for the give-backs this one sent (set
+                    // before ended(), which may start that call at once).
+                    followsAbandoned = failed instanceof CancellationException || failed instanceof TimeoutException
+                            || multi != null;
+                }
+                if (ended(what, asked, bound, error) != null) {
                     return;
                 }
                 if (!got) {
@@ -189,6 +218,7 @@ final class MultiLockSimulation extends Simulation {
                     pause();
                     return;
                 }
+                nextInCallback = false;
                 granted(what, chosen, multi, single, lease);
             });
         }

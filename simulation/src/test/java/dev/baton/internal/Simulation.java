@@ -67,8 +67,21 @@ abstract class Simulation {
             return stopping;
         }
 
-        /** A pause of up to 1 ms, then the next operation. */
+        /**
+         * Set by an actor for its next pause only: the next operation starts at once, on the
+         * thread (in the callback) that ended this one, as user code that retries from a
+         * give-up's own callback does (issue 45: a multi-lock granted what Redis did not hold).
+         */
+        boolean nextInCallback;
+
+        /** A pause of up to 1 ms, then the next operation; or, once, the next operation at once ({@link #nextInCallback}). */
         void pause() {
+            if (nextInCallback) {
+                nextInCallback = false;
+                doing = "starting the next call from the callback";
+                next();
+                return;
+            }
             doing = "pausing";
             world.at(world.micros(0, 1_000), "next", this::next);
         }
