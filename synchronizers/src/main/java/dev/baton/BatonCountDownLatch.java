@@ -14,6 +14,12 @@ import java.util.concurrent.TimeUnit;
  * {@link #countDown()} on it does nothing. Reaching zero deletes the key, so the same name can
  * be armed again for a second round with {@link #trySetCount(long)}.
  *
+ * <p>Rounds: a wait belongs to the round that was armed when it began. It returns once that
+ * round's count has reached zero (or a later round's), even if the latch is armed again before
+ * the waiter could look; it never returns on an earlier round's zero, whose announcement may
+ * reach this client after the wait began (the waiter tells them apart by the order of the
+ * channel's messages, with a {@code PING} on its subscription: docs/data-layout.md).
+ *
  * <h2>How a wait ends</h2>
  * <ul>
  *   <li><b>zero</b>: the count reached zero (announced over pub/sub; a lost announcement is

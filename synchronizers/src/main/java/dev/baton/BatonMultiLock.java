@@ -18,6 +18,14 @@ import java.util.function.Function;
  *
  * <p>How a wait ends is as for {@link BatonLock}; a wait time applies to the whole set.
  * Obtained from {@link Baton#multiLock(List)}.
+ *
+ * <p>Giving up on an asynchronous call: completing the stage it returned in any way
+ * ({@code cancel}, {@code orTimeout}, {@code completeOnTimeout}, {@code complete}) before the set
+ * is held abandons the call, and the give-backs of every member it holds are sent before any
+ * callback of that stage runs; the same owner's next call over any of those members, even one
+ * started inside such a callback, waits for them, so what it is granted is what Redis holds for
+ * it. A completion that comes after Baton completed the stage fails, as on any completed future:
+ * the set is then held, and the stage says so.
  */
 public interface BatonMultiLock extends Lock {
 
