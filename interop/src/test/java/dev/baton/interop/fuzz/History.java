@@ -18,8 +18,10 @@ import java.util.concurrent.TimeUnit;
  * A hold still open at the end counts as open for ever.
  *
  * <p>The only overlaps excused are those a {@link #force forceUnlock} explains: one of the two
- * holds (the victim) was asked for before the force returned and its release reported the loss
- * (threw), and the other returned after the force was called. Lost counter updates are excused up to the
+ * holds (the victim) may have been held in Redis before the force returned (asked for before it,
+ * and answered at most a command timeout after it) and its release reported the loss (an
+ * {@code IllegalMonitorStateException}, {@code LeaseLostException} included; any other exception
+ * says nothing), and the other returned after the force was called. Lost counter updates are excused up to the
  * number of excused overlaps; nothing else is.
  */
 public final class History {
@@ -48,6 +50,8 @@ public final class History {
         /** When the release returned: it ran in Redis before this. */
         volatile long releaseReturned = Long.MAX_VALUE;
         volatile String releaseError;
+        /** Whether the release reported the hold lost or not held (an IllegalMonitorStateException, LeaseLostException included). */
+        volatile boolean releaseReportedLoss;
 
         Hold(String client, String how, Mode mode, int weight, long asked, long granted, long token) {
             this.client = client;
@@ -71,6 +75,19 @@ public final class History {
     }
 
     record Call(String what, long start, long end, long boundNanos) {
+    }
+
+    /** How long before its reply Redis may have granted a hold: the clients' command timeout + 150 ms. */
+    private final long grantWindowNanos;
+
+    /** A history of clients with the default command timeout of the storms (2 s). */
+    public History() {
+        this(java.time.Duration.ofSeconds(2));
+    }
+
+    /** A history of clients with this command timeout: Redis granted a hold at most that + 150 ms before its reply. */
+    public History(java.time.Duration commandTimeout) {
+        this.grantWindowNanos = commandTimeout.toNanos() + TimeUnit.MILLISECONDS.toNanos(150);
     }
 
     private final ConcurrentLinkedQueue<Hold> holds = new ConcurrentLinkedQueue<>();
@@ -104,6 +121,7 @@ public final class History {
         hold.releaseReturned = returnedNanos;
         if (error != null) {
             hold.releaseError = error.getClass().getSimpleName() + ": " + error.getMessage();
+            hold.releaseReportedLoss = error instanceof IllegalMonitorStateException;
         }
     }
 
@@ -272,16 +290,25 @@ public final class History {
      * (its release threw), it was asked for before the force ended (so Redis may have granted it
      * before the force deleted it), and the other returned after the force began.
      */
-    private static boolean excusedByForce(Hold a, Hold b, List<Force> forced) {
+    private boolean excusedByForce(Hold a, Hold b, List<Force> forced) {
         return victimOf(a, b, forced) || victimOf(b, a, forced);
     }
 
-    private static boolean victimOf(Hold victim, Hold other, List<Force> forced) {
-        if (victim.releaseError == null) {
+    /**
+     * Whether {@code victim} may have been forced out to let {@code other} in: its release
+     * reported the loss (a loss report, not any exception: a release that Redis did not answer
+     * says nothing), and a force ended after Redis may have granted the victim and began before
+     * the other returned. Redis granted the victim no earlier than its acquisition was called, and
+     * no earlier than {@link #grantWindowNanos} before its reply (an attempt that is not answered
+     * within the command timeout fails), so a force during a long wait before that explains nothing.
+     */
+    private boolean victimOf(Hold victim, Hold other, List<Force> forced) {
+        if (!victim.releaseReportedLoss) {
             return false;
         }
+        long heldFrom = Math.max(victim.asked, victim.granted - grantWindowNanos);
         for (Force f : forced) {
-            if (victim.asked <= f.end() && f.start() <= other.granted) {
+            if (heldFrom <= f.end() && f.start() <= other.granted) {
                 return true;
             }
         }

@@ -168,4 +168,47 @@ class HistoryTest {
         hold(h, "a", Mode.EXCLUSIVE, 1, 21, 30, 7);
         assertEquals(1, h.judge(1, -1, 0, AB).size());
     }
+
+    /** Issue 46: a release that failed for another reason than a loss (Redis did not answer) explains no overlap. */
+    @Test
+    void anOverlapIsNotExcusedByAReleaseThatFailedForAnotherReason() {
+        History h = new History();
+        History.Hold a = h.granted("a", "test", Mode.EXCLUSIVE, 1, 0, 0, 0);
+        hold(h, "b", Mode.EXCLUSIVE, 1, 8, 12, 0);
+        h.released(a, 20, new dev.baton.RedisUnavailableException("Redis did not answer the release", null));
+        h.force(5, 6);
+        List<String> found = h.judge(1, 2, 1, AB);
+        assertTrue(found.stream().anyMatch(f -> f.startsWith("two holders at once")), found.toString());
+        assertTrue(found.stream().anyMatch(f -> f.startsWith("lost updates")), found.toString());
+        History lost = new History();
+        History.Hold told = lost.granted("a", "test", Mode.EXCLUSIVE, 1, 0, 0, 0);
+        hold(lost, "b", Mode.EXCLUSIVE, 1, 8, 12, 0);
+        lost.released(told, 20, new dev.baton.LeaseLostException("x", "lease lost"));
+        lost.force(5, 6);
+        assertEquals(List.of(), lost.judge(1, 2, 1, AB), "the same history with a loss report is excused");
+    }
+
+    /**
+     * Issue 46: a force during the victim's long wait, seconds before Redis could have granted it
+     * (an attempt not answered within the command timeout fails), explains neither the double
+     * grant nor the lost update.
+     */
+    @Test
+    void aForceDuringTheVictimsLongWaitExplainsNothing() {
+        long ms = 1_000_000L;
+        History h = new History(java.time.Duration.ofSeconds(2));
+        History.Hold a = h.granted("a", "lock()", Mode.EXCLUSIVE, 1, 0, 5_000 * ms, 0); // waited 5 s
+        hold(h, "b", Mode.EXCLUSIVE, 1, 5_100 * ms, 5_200 * ms, 0);
+        h.released(a, 5_300 * ms, new dev.baton.LeaseLostException("x", "lease lost"));
+        h.force(50 * ms, 51 * ms);
+        List<String> found = h.judge(1, 2, 1, AB);
+        assertTrue(found.stream().anyMatch(f -> f.startsWith("two holders at once")), found.toString());
+        assertTrue(found.stream().anyMatch(f -> f.startsWith("lost updates")), found.toString());
+        History near = new History(java.time.Duration.ofSeconds(2));
+        History.Hold v = near.granted("a", "lock()", Mode.EXCLUSIVE, 1, 0, 5_000 * ms, 0);
+        hold(near, "b", Mode.EXCLUSIVE, 1, 5_100 * ms, 5_200 * ms, 0);
+        near.released(v, 5_300 * ms, new dev.baton.LeaseLostException("x", "lease lost"));
+        near.force(5_050 * ms, 5_051 * ms);
+        assertEquals(List.of(), near.judge(1, 2, 1, AB), "a force while it was held explains it");
+    }
 }

@@ -169,7 +169,7 @@ class InterleavingFuzzTest {
         final long seed;
         final long endNanos;
         final String name;
-        final History history = new History();
+        final History history = new History(COMMAND_TIMEOUT);
         final List<Baton> batons = new ArrayList<>();
         RedissonClient redisson;
         final RedisClient counterClient;
