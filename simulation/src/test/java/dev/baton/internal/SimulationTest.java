@@ -91,7 +91,7 @@ class SimulationTest {
             quiet += sim.quietParks;
             passed += sim.passedOn;
             steps += sim.world.steps();
-            if (!sim.cannotPromise.isEmpty() && cannotPromise++ == 0) {
+            if (!sim.cannotPromise.isEmpty() && cannotPromise++ < 3) {
                 System.out.println("[sim " + kind + "] seed " + seed + " met what Baton cannot promise (a late copy of a"
                         + " release or an acquire; replay with -Dbaton.sim.kinds=" + kind + " -Dbaton.sim.seed=" + seed + "): "
                         + sim.cannotPromise.get(0));
@@ -118,6 +118,11 @@ class SimulationTest {
                     + " -Dbaton.sim.seed=" + seed + ")");
         }
         findings.forEach((shape, n) -> System.out.println("[sim " + kind + "] survey: " + n + " seeds: " + shape));
+        // The excuse for a late copy stops a seed's run unjudged: capped, so that a change that
+        // makes late copies common cannot hide behind it (issue 46).
+        assertTrue(cannotPromise <= lateCopyCap(seeds), kind + ": " + cannotPromise + " of " + seeds + " seeds met a late"
+                + " copy and went unjudged, more than the cap of " + lateCopyCap(seeds) + " (" + LATE_COPY_SHARE_PERCENT
+                + " %); the first are printed above");
         assertEquals(Map.of(), findings, kind + ": the survey's findings");
         if (kind.equals("semaphore")) {
             // The in-client hand-off is a state of its own: a run that never reached it checked nothing of it.
@@ -131,6 +136,14 @@ class SimulationTest {
                 kind.equals("semaphore") ? " (" + handed + " handed over in the client; " + quiet + " waits parked on a quiet"
                         + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
+    }
+
+    /** The share of seeds a kind may stop unjudged for a late copy (what Baton cannot promise), in percent. */
+    static final int LATE_COPY_SHARE_PERCENT = 1;
+
+    /** How many of {@code seeds} may meet a late copy: 1 % of them, at least one. */
+    static long lateCopyCap(long seeds) {
+        return Math.max(1, seeds * LATE_COPY_SHARE_PERCENT / 100);
     }
 
     /**
