@@ -349,43 +349,43 @@ public final class MultiLock implements BatonMultiLock {
         /**
          * The result was completed from outside (before its callbacks run): stop the acquisitions
          * in progress and send the give-backs of what is held now, grants that came just now
-         * included, so that the owner's next acquisition of any member waits for them.
+         * included, so that the owner's next acquisition of any member waits for them. All of it
+         * under {@link #state}, which every path that takes members out of {@link #held} or claims
+         * a grant also holds until its give-backs are sent: when this returns, every give-back
+         * decided so far is in flight (registered with Leases.releasing), whichever thread
+         * decided it (a review found a failure's give-back decided but not yet sent as the
+         * caller's callbacks ran).
          */
         private void abandon() {
-            Round stop;
-            List<Integer> back;
             state.lock();
             try {
                 if (abandoned) {
                     return;
                 }
                 abandoned = true;
-                stop = round;
-                back = reversed(held);
+                List<Integer> back = reversed(held);
                 held.clear();
-            } finally {
-                state.unlock();
-            }
-            if (stop == null) {
-                inProgressSettled.complete(null);
-            } else {
-                // After a cancel a take is done: cancelled (the lock's engine gives back a grant
-                // that comes later, and the owner's next acquisition waits for that), or granted
-                // already, which is given back here, now, and claimed so the round's end does not.
-                stop.takes().forEach(f -> f.cancel(false));
-                state.lock();
-                try {
+                Round stop = round;
+                if (stop == null) {
+                    inProgressSettled.complete(null);
+                } else {
+                    // After a cancel a take is done: cancelled (the lock's engine gives back a
+                    // grant that comes later, and the owner's next acquisition waits for that), or
+                    // granted already, which is given back here, now, and claimed so the round's
+                    // end does not. (A cancel may run the round's end on this thread: it finds
+                    // the sequence abandoned and claims what it gives back itself.)
+                    stop.takes().forEach(f -> f.cancel(false));
                     for (int k = stop.takes().size() - 1; k >= 0; k--) {
                         if (granted(stop.takes().get(k)) && !stop.claimed()[k]) {
                             stop.claimed()[k] = true;
                             back.add(stop.indexes().get(k));
                         }
                     }
-                } finally {
-                    state.unlock();
                 }
+                CompletableFuture.allOf(giveBack(back), inProgressSettled).whenComplete((ok, e) -> givenBack.complete(null));
+            } finally {
+                state.unlock();
             }
-            CompletableFuture.allOf(giveBack(back), inProgressSettled).whenComplete((ok, e) -> givenBack.complete(null));
         }
 
         private void next(int index) {
@@ -398,43 +398,34 @@ public final class MultiLock implements BatonMultiLock {
             for (int i = index; i < (atOnce ? locks.size() : index + 1); i++) {
                 indexes.add(i);
             }
+            Round here;
             state.lock();
             try {
                 if (abandoned) {
                     return; // abandon() found nothing in progress and gave back what was held
                 }
-            } finally {
-                state.unlock();
-            }
-            // Started outside the state lock: a lock's first call may open its client (a lazy view).
-            List<CompletableFuture<?>> takes = new ArrayList<>();
-            for (int i : indexes) {
-                startedAt[i] = clock.nanoTime();
-                CompletableFuture<?> taking;
-                try {
-                    taking = step.take(locks.get(i)).toCompletableFuture();
-                } catch (RuntimeException e) {
-                    taking = CompletableFuture.failedFuture(e);
+                // Started under the state lock, so that an abandon waits until they are known
+                // and can be cancelled (a lock's first call may open its client, a lazy view: an
+                // abandon then waits for that too).
+                List<CompletableFuture<?>> takes = new ArrayList<>();
+                for (int i : indexes) {
+                    startedAt[i] = clock.nanoTime();
+                    CompletableFuture<?> taking;
+                    try {
+                        taking = step.take(locks.get(i)).toCompletableFuture();
+                    } catch (RuntimeException e) {
+                        taking = CompletableFuture.failedFuture(e);
+                    }
+                    takes.add(taking);
                 }
-                takes.add(taking);
-            }
-            Round here = new Round(List.copyOf(indexes), takes, new boolean[takes.size()]);
-            boolean stop;
-            state.lock();
-            try {
+                here = new Round(List.copyOf(indexes), takes, new boolean[takes.size()]);
                 round = here;
-                stop = abandoned;
             } finally {
                 state.unlock();
-            }
-            if (stop) {
-                // Abandoned while they started: abandon() saw no round, so the round's end gives
-                // back what they got.
-                takes.forEach(f -> f.cancel(false));
             }
             AtomicReference<Throwable> error = new AtomicReference<>();
             List<CompletableFuture<?>> settled = new ArrayList<>();
-            for (CompletableFuture<?> take : takes) {
+            for (CompletableFuture<?> take : here.takes()) {
                 settled.add(take.handle((value, e) -> {
                     Throwable cause = e == null ? null : Failures.unwrap(e);
                     if (cause != null && !(cause instanceof CancellationException)) {
@@ -448,13 +439,16 @@ public final class MultiLock implements BatonMultiLock {
 
         /** Every take of {@code here} has settled: keep the grants and go on, or give them back. */
         private void roundEnded(Round here, Throwable error) {
-            List<Integer> grantedNow = new ArrayList<>();
-            List<Integer> unclaimed = new ArrayList<>();
+            boolean all;
             boolean wasAbandoned;
             state.lock();
             try {
-                round = null;
+                if (round == here) {
+                    round = null;
+                }
                 wasAbandoned = abandoned;
+                List<Integer> grantedNow = new ArrayList<>();
+                List<Integer> unclaimed = new ArrayList<>();
                 for (int k = 0; k < here.takes().size(); k++) {
                     if (granted(here.takes().get(k))) {
                         grantedNow.add(here.indexes().get(k));
@@ -464,19 +458,23 @@ public final class MultiLock implements BatonMultiLock {
                         }
                     }
                 }
-                if (!wasAbandoned) {
-                    held.addAll(grantedNow); // from here on, whoever takes held gives them back
+                all = grantedNow.size() == here.indexes().size();
+                if (wasAbandoned) {
+                    // Granted as the wait was abandoned and not given back by abandon() itself.
+                    giveBack(reversed(unclaimed)).whenComplete((ok, e) -> inProgressSettled.complete(null));
+                    return;
+                }
+                held.addAll(grantedNow); // from here on, whoever takes held gives them back
+                if (!all) {
+                    giveBack(takeHeld()).whenComplete((ok, e) -> givenBack.complete(null)); // sent under the lock
                 }
             } finally {
                 state.unlock();
             }
-            if (wasAbandoned) {
-                // Granted as the wait was abandoned and not given back by abandon() itself.
-                giveBack(reversed(unclaimed)).whenComplete((ok, e) -> inProgressSettled.complete(null));
-            } else if (grantedNow.size() == here.indexes().size()) {
+            if (all) {
                 next(here.indexes().get(here.indexes().size() - 1) + 1);
             } else {
-                failed(error);
+                result.settle(error != null ? error : Boolean.FALSE);
             }
         }
 
@@ -519,11 +517,17 @@ public final class MultiLock implements BatonMultiLock {
                 // A member's lease may have run out while the others were taken: give the set
                 // back (sent; the next acquisitions of its members wait for the answers) and take
                 // it again while the wait lasts.
-                List<Integer> mine = takeHeld();
-                if (mine.isEmpty()) {
-                    return; // abandoned meanwhile: abandon() gave back what was held
+                CompletableFuture<Void> back;
+                state.lock();
+                try {
+                    List<Integer> mine = takeHeld();
+                    if (mine.isEmpty()) {
+                        return; // abandoned meanwhile: abandon() gave back what was held
+                    }
+                    back = giveBack(mine); // sent under the lock (see abandon)
+                } finally {
+                    state.unlock();
                 }
-                CompletableFuture<Void> back = giveBack(mine);
                 if (waitRanOut()) {
                     back.whenComplete((ok, e) -> givenBack.complete(null));
                     result.settle(Boolean.FALSE);
@@ -548,15 +552,6 @@ public final class MultiLock implements BatonMultiLock {
                 }
             }
             return true;
-        }
-
-        /**
-         * A lock was refused, timed out or failed: gives back what is held and ends without the
-         * set once those give-backs are sent.
-         */
-        private void failed(Throwable error) {
-            giveBack(takeHeld()).whenComplete((ok, e) -> givenBack.complete(null));
-            result.settle(error != null ? error : Boolean.FALSE);
         }
 
         /** Gives back the locks at {@code indexes} (sent at once, in that order); completes when all are answered or failed. */
