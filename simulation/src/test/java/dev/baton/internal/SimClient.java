@@ -68,7 +68,7 @@ final class SimClient implements AutoCloseable {
         this.commands = new SimWire.Commands(world, server, wire, faults);
         this.pubSub = new SimWire.PubSub(world, server, wire + "/pubsub", faults);
         LettuceConnections connections = new LettuceConnections(commands.connection, commands::async, pubSub.connection,
-                false, scheduler -> PubSubService.classic(pubSub.connection), CommandExecutor.Topology.SINGLE, null, null, "sim");
+                false, scheduler -> PubSubService.classic(pubSub.connection, true), CommandExecutor.Topology.SINGLE, null, null, "sim");
         BatonOptions.Builder options = BatonOptions.builder().redisUri("redis://sim:6379").commandTimeout(commandTimeout)
                 .watchdogTimeout(watchdog);
         if (listener != null) {

@@ -135,29 +135,31 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
 
     /**
      * One await's attempts: read the count; zero grants, and so does a "0" that is known to have
-     * been published after a read that found the count positive (without a read: a round trip
-     * between the message and the return).
+     * been published after this await began (without a read: a round trip between the message
+     * and the return).
      *
      * <p>"Known to" is the point. The "0" comes on the pub/sub connection, the count on the
      * command connection, and the two are read independently: a "0" Redis published before the
-     * read (the previous round's zero, just before a re-arm) can reach the waiter after the read
-     * found the new round's count, and granting on it would open the latch early (issue 45, a
-     * storm found it). So after a positive read while subscribed, the waiter places a mark in the
-     * channel's stream (a PING on the pub/sub connection, answered in order with the messages):
-     * a "0" heard after the mark was published after the read; one heard before it may be older,
-     * and the next attempt reads the count instead.
+     * await began (the previous round's zero, just before a re-arm) can reach the waiter after its
+     * read found the new round's count, and granting on it would open the latch early (issue 45,
+     * a storm found it). So once subscribed, the waiter places a mark in the channel's stream (a
+     * PING on the pub/sub connection, answered in order with the messages): a "0" heard after
+     * the mark was published after the await began; one heard before it may be older, and the
+     * next attempt reads the count instead.
      */
     private final class ZeroWatch implements AcquireEngine.Attempt {
         private volatile PubSubService.Subscription subscription;
         private volatile boolean sawPositive;
-        private boolean gaveGrace;
+        /** Whether, and when (scheduler time), the grace for a "0" after finding the latch gone began. */
+        private boolean graceStarted;
+        private long graceFrom;
         private volatile String lastMessage;
-        /** The mark placed after a positive read, on {@code subscription}'s waiter; null until its PING is answered. */
+        /** The mark placed once subscribed, on {@code subscription}'s waiter; null until its PING is answered. */
         private volatile Mark mark;
         /** Whether a mark's PING is in flight. */
         private volatile boolean marking;
 
-        /** Where in the channel's stream a positive read is known to lie before: messages heard after {@code heard} came after it. */
+        /** A point in the channel's stream after this await began: messages heard after {@code heard} were published after it. */
         private record Mark(Waiter waiter, long heard) {
         }
 
@@ -185,6 +187,11 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         public void subscribed(PubSubService.Subscription s) {
             s.waiter().watch(ZERO_MESSAGE);
             subscription = s;
+            // The mark at once, before the first read while subscribed: a "0" heard after it was
+            // published after this await began, so the count it waits on reached zero, however
+            // soon the latch was armed again (placed after a read instead, a "0" between the
+            // read and the PING would be taken for an older one: a review found that window).
+            mark(s);
         }
 
         @Override
@@ -192,8 +199,8 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
             PubSubService.Subscription s = subscription;
             Mark m = mark;
             if (s != null && m != null && m.waiter() == s.waiter() && s.waiter().watchedHeard() > m.heard()) {
-                // A "0" published after a read of this await found the count positive: the count
-                // reached zero since, which is all await() waits for, even if it was re-armed after.
+                // A "0" published after this await began: the count it waits on reached zero since,
+                // which is all await() waits for, even if it was re-armed after.
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
             return services.executor().read("GET", name, c -> c.get(name)).thenCompose(value -> {
@@ -202,7 +209,7 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                     sawPositive = s != null;
                     lastMessage = null; // a "1" followed by a count was a new round, not a deletion
                     if (s != null) {
-                        markAfterThisRead(s);
+                        mark(s); // if the first mark failed (a PING that timed out), try again
                     }
                     return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false, RECHECK_MS));
                 }
@@ -214,41 +221,47 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                 // stream says which (the simulation found a timed await that decided on a "1" of
                 // a re-arm while the zero after it was still on its way, and threw
                 // SynchronizerDeletedException for a latch nobody deleted).
-                if (s != null && m != null && m.waiter() == s.waiter()) {
-                    return s.barrier().handle((heard, e) -> e == null ? gone(s, m) : afterGrace());
+                if (s != null) {
+                    return s.barrier().handle((heard, e) -> e == null ? gone(s) : afterGrace());
                 }
                 return CompletableFuture.completedFuture(afterGrace());
             });
         }
 
         /**
-         * The latch is gone, and every message published before the read that found it gone has
-         * been heard: a "0" after the mark of a positive read means it reached zero since; else a
-         * "1" (a deletion, a re-arm that another deletion followed) means it was deleted; no
-         * message at all means the messages were lost, and it is taken as having reached zero.
+         * The latch is gone, and every message Redis published before the read that found it
+         * gone has been heard: the last of them says what made it go. A "0": it reached zero (a
+         * round armed after it would have made the key present again). A "1": it was armed or
+         * deleted, and it is gone, so deleted. No message since the count was read as positive:
+         * they were lost, and it is taken as having reached zero, as always.
          */
-        private AcquireEngine.Outcome gone(PubSubService.Subscription s, Mark m) {
-            if (s.waiter().watchedHeard() > m.heard()) {
-                return AcquireEngine.Outcome.GRANTED;
-            }
-            String latest = s.waiter().peekMessage();
-            if (NEW_COUNT_OR_DELETED_MESSAGE.equals(latest != null ? latest : lastMessage)) {
+        private AcquireEngine.Outcome gone(PubSubService.Subscription s) {
+            String pending = s.waiter().peekMessage();
+            String latest = pending != null ? pending : lastMessage;
+            if (NEW_COUNT_OR_DELETED_MESSAGE.equals(latest)) {
                 throw deleted();
             }
             return AcquireEngine.Outcome.GRANTED;
         }
 
-        /** The latch is gone and the stream's order is not known: give a "0" a moment to arrive, then decide by the last message. */
+        /**
+         * The latch is gone and the order of the messages cannot be known (no PING in order with
+         * them): give a "0" a moment to arrive, then decide by the last message. A wait whose
+         * deadline cut that moment short cannot tell, and returns as if it reached zero (an absent
+         * latch counts as zero) rather than report a deletion that may not have been one.
+         */
         private AcquireEngine.Outcome afterGrace() {
-            // A "0" may still be on its way (in a cluster a stale "1" from the arming can even come first).
-            if (!gaveGrace) {
-                gaveGrace = true;
+            long now = services.executor().scheduler().nanoTime();
+            if (!graceStarted) {
+                graceStarted = true;
+                graceFrom = now;
                 return new AcquireEngine.Outcome(false, MESSAGE_GRACE_MS);
             }
-            if (NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
+            boolean fullGrace = now - graceFrom >= TimeUnit.MILLISECONDS.toNanos(MESSAGE_GRACE_MS);
+            if (fullGrace && NEW_COUNT_OR_DELETED_MESSAGE.equals(lastMessage)) {
                 throw deleted();
             }
-            // No message at all (lost): take the latch as having reached zero.
+            // No message at all (lost), or no time to wait for one: taken as having reached zero.
             return AcquireEngine.Outcome.GRANTED;
         }
 
@@ -258,11 +271,10 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         }
 
         /**
-         * Places the mark once per subscription (the first positive read's is the earliest, so
-         * later ones would only say less): sent now, after the read's reply, so Redis runs its PING
-         * after the read.
+         * Places the mark once per subscription (the first is the earliest, so later ones would
+         * only say less): a PING sent now, after this await began.
          */
-        private void markAfterThisRead(PubSubService.Subscription s) {
+        private void mark(PubSubService.Subscription s) {
             Mark m = mark;
             if (marking || (m != null && m.waiter() == s.waiter())) {
                 return;

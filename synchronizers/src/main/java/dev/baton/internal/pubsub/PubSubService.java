@@ -4,6 +4,7 @@ package dev.baton.internal.pubsub;
 // structure, guarded together) read best side by side.
 
 import dev.baton.internal.command.CommandExecutor;
+import dev.baton.internal.time.Scheduler;
 import dev.baton.internal.pubsub.Waiter;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
@@ -60,8 +61,39 @@ public final class PubSubService implements AutoCloseable {
         CompletableFuture<Void> barrier(String channel);
     }
 
-    /** Classic pub/sub on the one subscription connection. */
+    /**
+     * Classic pub/sub on the one subscription connection of a standalone Redis (or a Sentinel's
+     * master): its PING is a {@link Subscriber#barrier} when the connection speaks RESP3.
+     */
     public static Subscriber classic(StatefulRedisPubSubConnection<String, String> connection) {
+        return classic(connection, pushesInOrder(connection));
+    }
+
+    /**
+     * Whether Lettuce hands this connection's messages to the listener in stream order with the
+     * replies to its commands: on RESP3, where messages are push frames read inline. On RESP2 it
+     * queues the messages it reads while a command awaits its reply and hands them over after
+     * completing that command, so a PING's answer would come before messages Redis sent ahead of
+     * it (a review of issue 45's fix found it). Unknown (another implementation, an old Lettuce):
+     * not in order.
+     */
+    static boolean pushesInOrder(Object connection) {
+        try {
+            Object state = connection.getClass().getMethod("getConnectionState").invoke(connection);
+            Object version = state.getClass().getMethod("getNegotiatedProtocolVersion").invoke(state);
+            return version != null && "RESP3".equals(version.toString());
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+            return false;
+        }
+    }
+
+    /**
+     * Classic pub/sub on one connection; {@code barriers}: whether its PING is answered in order
+     * with its messages as the listener sees them (false: {@link Subscriber#barrier} fails, and
+     * what relies on it reads Redis instead). A cluster's classic pub/sub is never: its messages
+     * come from the slot's master over the cluster bus, its PING from the node it is connected to.
+     */
+    public static Subscriber classic(StatefulRedisPubSubConnection<String, String> connection, boolean barriers) {
         return new Subscriber() {
             @Override
             public CompletableFuture<Void> subscribe(String channel) {
@@ -75,6 +107,10 @@ public final class PubSubService implements AutoCloseable {
 
             @Override
             public CompletableFuture<Void> barrier(String channel) {
+                if (!barriers) {
+                    return CompletableFuture.failedFuture(new UnsupportedOperationException(
+                            "this connection's PING is not ordered with its messages"));
+                }
                 return connection.async().ping().toCompletableFuture().thenApply(pong -> null);
             }
         };
@@ -362,6 +398,15 @@ public final class PubSubService implements AutoCloseable {
                 pong = subscriber.barrier(channel.name);
             } catch (RuntimeException e) {
                 return CompletableFuture.failedFuture(e);
+            }
+            if (!pong.isDone()) {
+                // Bounded: a pub/sub connection gone silently half-open answers never, and an
+                // attempt waiting for the answer would wait with it.
+                CompletableFuture<Void> answered = pong;
+                Scheduler.Cancellable timer = executor.scheduler().schedule(() -> answered.completeExceptionally(
+                        new java.util.concurrent.TimeoutException("no PONG within the command timeout")),
+                        executor.timeout().toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+                pong.whenComplete((ok, e) -> timer.cancel());
             }
             // Read on the thread that completes the PING (the pub/sub connection's, after the
             // messages read before the PONG); if it completed already, a little later: then the

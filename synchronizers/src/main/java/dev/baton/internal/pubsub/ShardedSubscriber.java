@@ -105,7 +105,9 @@ public final class ShardedSubscriber implements PubSubService.Subscriber {
         if (node == null) {
             return CompletableFuture.failedFuture(new IllegalStateException("channel " + channel + " is not subscribed"));
         }
-        return connection(node).thenCompose(c -> c.async().ping().toCompletableFuture()).thenApply(pong -> null);
+        return connection(node).thenCompose(c -> PubSubService.pushesInOrder(c) ? c.async().ping().toCompletableFuture()
+                : CompletableFuture.failedFuture(new UnsupportedOperationException("the node's connection speaks RESP2")))
+                .thenApply(pong -> null);
     }
 
     /**

@@ -232,7 +232,7 @@ public record LettuceConnections(StatefulConnection<String, String> commands,
                 ShardedSubscriber s = new ShardedSubscriber(c, pubSub, r, scheduler);
                 r.onChange(s::follow);
                 return s;
-            } : scheduler -> PubSubService.classic(pubSub);
+            } : scheduler -> PubSubService.classic(pubSub, false); // messages over the bus: no PING is in order with them
             // WAIT counts the acknowledgements of its own connection's writes: it must run on the
             // connection the script went to, Lettuce's write connection to the slot's master,
             // which Lettuce keys by host and port.
