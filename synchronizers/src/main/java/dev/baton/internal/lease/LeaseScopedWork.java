@@ -187,24 +187,27 @@ public final class LeaseScopedWork implements LeaseScope {
 
     /** Stops the work at once if its lease is gone or its validity has run out; else re-arms the timer for its end. */
     private void check() {
-        if (!held.isLive()) {
-            stop("Baton found it lost, or it ended");
-            return;
-        }
-        long left = held.validUntilNanos() - scheduler.nanoTime();
-        if (left <= 0) {
-            stop("its validity ran out on this client's clock: no renewal was confirmed for the lease less its margin "
-                    + "(Redis unreachable or paused?), so Redis may let it expire");
-            return;
-        }
+        // Read and armed under the guard: a check that read an older, longer validity (a timer
+        // that fired just as a re-entry cut it) cannot replace the timer the shorter one armed.
         guard.lock();
         try {
-            if (!finished && stopped == null) {
-                if (timer != null) {
-                    timer.cancel(); // re-armed early (recheck): one timer at a time
-                }
-                timer = scheduler.stops().schedule(this::check, left, TimeUnit.NANOSECONDS);
+            if (finished || stopped != null) {
+                return;
             }
+            if (!held.isLive()) {
+                stop("Baton found it lost, or it ended");
+                return;
+            }
+            long left = held.validUntilNanos() - scheduler.nanoTime();
+            if (left <= 0) {
+                stop("its validity ran out on this client's clock: no renewal was confirmed for the lease less its margin "
+                        + "(Redis unreachable or paused?), so Redis may let it expire");
+                return;
+            }
+            if (timer != null) {
+                timer.cancel(); // re-armed early (recheck): one timer at a time
+            }
+            timer = scheduler.stops().schedule(this::check, left, TimeUnit.NANOSECONDS);
         } finally {
             guard.unlock();
         }

@@ -6,14 +6,16 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A {@link Scheduler} for what belongs to no single client (a RedLock spans several): the system
- * clock and one timer thread of Baton's own for the whole JVM ({@code baton-system-timer}, a
- * daemon, started with the first task), which runs each task itself, at its time. Like every
- * scheduled task here they must be short and never block.
+ * clock, one timer thread of Baton's own for the whole JVM ({@code baton-system-timer}, a daemon,
+ * started with the first task) that keeps the times, and daemon worker threads
+ * ({@code baton-system-N}, made as needed, kept a minute idle) that run the tasks: a task may
+ * complete a caller's future, whose callbacks then run there, so no callback can hold up another
+ * task's time. Tasks must still be short.
  *
- * <p>Not the JDK's shared delayed executor: that hands each task to the common fork-join pool,
- * where an application's blocking tasks can hold it back without limit (on two cores the pool
- * has one thread), and a RedLock's lease-scoped work was stopped that late, after another holder
- * had got in (issue 45).
+ * <p>Not the JDK's shared delayed executor: its one delay thread also runs every
+ * {@code orTimeout}'s callbacks of the application, and on two cores it started a new thread for
+ * each task; a RedLock's lease-scoped work was stopped late behind them, after another holder had
+ * got in (issue 45). That stop is now the {@link StopTimer}'s.
  */
 public final class SystemScheduler implements Scheduler {
     public static final SystemScheduler INSTANCE = new SystemScheduler();
@@ -23,6 +25,16 @@ public final class SystemScheduler implements Scheduler {
         t.setDaemon(true);
         return t;
     });
+
+    private static final java.util.concurrent.atomic.AtomicInteger WORKER = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** Runs the tasks the timer hands over: threads made as needed, ended after a minute idle. */
+    private static final java.util.concurrent.ExecutorService WORKERS = new java.util.concurrent.ThreadPoolExecutor(0,
+            Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(), task -> {
+                Thread t = new Thread(task, "baton-system-" + WORKER.incrementAndGet());
+                t.setDaemon(true);
+                return t;
+            });
 
     static {
         TIMER.setRemoveOnCancelPolicy(true);
@@ -43,14 +55,13 @@ public final class SystemScheduler implements Scheduler {
 
     @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
-        ScheduledFuture<?> scheduled = TIMER.schedule(() -> {
+        ScheduledFuture<?> scheduled = TIMER.schedule(() -> WORKERS.execute(() -> {
             try {
                 task.run();
-            } catch (RuntimeException | Error e) {
-                // One task's failure must not end the thread every RedLock's timers run on.
+            } catch (RuntimeException e) {
                 org.slf4j.LoggerFactory.getLogger(SystemScheduler.class).error("a scheduled task failed", e);
             }
-        }, Math.max(0, delay), unit);
+        }), Math.max(0, delay), unit);
         return () -> scheduled.cancel(false);
     }
 }
