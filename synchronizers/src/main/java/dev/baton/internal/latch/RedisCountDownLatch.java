@@ -156,8 +156,20 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         private volatile String lastMessage;
         /** The mark placed once subscribed, on {@code subscription}'s waiter; null until its PING is answered. */
         private volatile Mark mark;
-        /** Whether a mark's PING is in flight. */
-        private volatile boolean marking;
+        /** The mark after the latest read that found the count positive ({@link #markAfterPositiveRead}), or null. */
+        private volatile AfterRead afterPositive;
+
+        /**
+         * A read that found the count positive, placed in the stream: every message published
+         * after it ran is heard after {@code heardBeforeRead} (it was sent then); every message
+         * heard after {@code heard} (its PING's answer) was published after it ran.
+         */
+        private record AfterRead(Waiter waiter, long heardBeforeRead, long heard) {
+        }
+        /** Reads that found the count positive while subscribed: which one the latest after-mark belongs to. */
+        private volatile long positiveReads;
+        /** The mark's PING, once sent (its answer sets {@link #mark}). */
+        private volatile CompletableFuture<?> marking;
 
         /** A point in the channel's stream after this await began: messages heard after {@code heard} were published after it. */
         private record Mark(Waiter waiter, long heard) {
@@ -185,7 +197,7 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
 
         @Override
         public void subscribed(PubSubService.Subscription s) {
-            s.waiter().watch(ZERO_MESSAGE);
+            s.waiter().watch(ZERO_MESSAGE, NEW_COUNT_OR_DELETED_MESSAGE);
             subscription = s;
             // The mark at once, before the first read while subscribed: a "0" heard after it was
             // published after this await began, so the count it waits on reached zero, however
@@ -197,12 +209,18 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             PubSubService.Subscription s = subscription;
+            long started = services.executor().scheduler().nanoTime();
             Mark m = mark;
-            if (s != null && m != null && m.waiter() == s.waiter() && s.waiter().watchedHeard() > m.heard()) {
+            if (s != null && m != null && m.waiter() == s.waiter() && s.waiter().heardOf(ZERO_MESSAGE) > m.heard()) {
                 // A "0" published after this await began: the count it waits on reached zero since,
                 // which is all await() waits for, even if it was re-armed after.
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
+            // Where the last "1" stood in the stream when the read was sent: one heard by then was
+            // published before the read ran.
+            long oneBeforeRead = s == null ? 0 : s.waiter().heardOf(NEW_COUNT_OR_DELETED_MESSAGE);
+            // And where the stream stood: any message published after the read ran is heard later.
+            long heardBeforeRead = s == null ? 0 : s.waiter().heard();
             return services.executor().read("GET", name, c -> c.get(name)).thenCompose(value -> {
                 if (value != null && Long.parseLong(value) > 0) {
                     // Only a count seen while subscribed promises a message when it changes.
@@ -210,6 +228,7 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                     lastMessage = null; // a "1" followed by a count was a new round, not a deletion
                     if (s != null) {
                         mark(s); // if the first mark failed (a PING that timed out), try again
+                        markAfterPositiveRead(s, heardBeforeRead);
                     }
                     return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false, RECHECK_MS));
                 }
@@ -221,27 +240,58 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                 // stream says which (the simulation found a timed await that decided on a "1" of
                 // a re-arm while the zero after it was still on its way, and threw
                 // SynchronizerDeletedException for a latch nobody deleted).
-                if (s != null) {
-                    return s.barrier().handle((heard, e) -> e == null ? gone(s) : afterGrace());
+                if (s != null && m != null && m.waiter() == s.waiter()) {
+                    // Within what is left of one command timeout from this attempt's start, so a
+                    // wait still ends within its bound (its last attempt takes one command timeout).
+                    long left = services.executor().timeout().toNanos() - (services.executor().scheduler().nanoTime() - started);
+                    return s.barrier(left).handle((heard, e) -> e == null ? gone(s, m, oneBeforeRead) : afterGrace());
                 }
                 return CompletableFuture.completedFuture(afterGrace());
             });
         }
 
         /**
-         * The latch is gone, and every message Redis published before the read that found it
-         * gone has been heard: the last of them says what made it go. A "0": it reached zero (a
-         * round armed after it would have made the key present again). A "1": it was armed or
-         * deleted, and it is gone, so deleted. No message since the count was read as positive:
-         * they were lost, and it is taken as having reached zero, as always.
+         * The latch is gone, found by a read that came after the mark {@code m}, and every
+         * message Redis published before that read has been heard. A "0" after the mark: the
+         * count reached zero after this await began (whatever came after it). Else, with no "0"
+         * heard since the last positive read was sent, a "1" heard after that read's mark and
+         * before this read was sent ({@code oneBeforeRead}): published between the two reads,
+         * with the latch gone at the second, so it was deleted (an arm would have left it
+         * present, a zero would have said "0"). Anything else cannot prove a deletion (the "0" lost on a reconnect, a re-arm's "1"
+         * published after this read, an earlier round's arm: the simulation found each) and is
+         * taken as having reached zero, as a lost message always is.
          */
-        private AcquireEngine.Outcome gone(PubSubService.Subscription s) {
-            String pending = s.waiter().peekMessage();
-            String latest = pending != null ? pending : lastMessage;
-            if (NEW_COUNT_OR_DELETED_MESSAGE.equals(latest)) {
+        private AcquireEngine.Outcome gone(PubSubService.Subscription s, Mark m, long oneBeforeRead) {
+            if (s.waiter().heardOf(ZERO_MESSAGE) > m.heard()) {
+                return AcquireEngine.Outcome.GRANTED;
+            }
+            AfterRead a = afterPositive;
+            if (a == null || a.waiter() != s.waiter() || s.waiter().heardOf(ZERO_MESSAGE) > a.heardBeforeRead()
+                    || s.waiter().lostBefore() > a.heardBeforeRead()) {
+                // Nothing to prove it by; a "0" heard since that read was sent (perhaps an older
+                // one, but the safe side: reached zero rather than a deletion it cannot prove); or
+                // a reconnect since, whose gap may hold the "0" that a re-arm's "1" followed.
+                return AcquireEngine.Outcome.GRANTED;
+            }
+            if (oneBeforeRead > a.heard()) {
                 throw deleted();
             }
             return AcquireEngine.Outcome.GRANTED;
+        }
+
+        /**
+         * Marks the stream after a read that found the count positive (a PING sent after its
+         * reply): a "1" heard after this mark was published after that read, so it cannot be the
+         * arming of the round the read saw. The mark of an earlier read is dropped first.
+         */
+        private void markAfterPositiveRead(PubSubService.Subscription s, long heardBeforeRead) {
+            afterPositive = null;
+            long generation = ++positiveReads;
+            s.barrier(services.executor().timeout().toNanos()).whenComplete((heard, e) -> {
+                if (e == null && positiveReads == generation) {
+                    afterPositive = new AfterRead(s.waiter(), heardBeforeRead, heard);
+                }
+            });
         }
 
         /**
@@ -276,15 +326,14 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
          */
         private void mark(PubSubService.Subscription s) {
             Mark m = mark;
-            if (marking || (m != null && m.waiter() == s.waiter())) {
+            CompletableFuture<?> placing = marking;
+            if ((placing != null && !placing.isDone()) || (m != null && m.waiter() == s.waiter())) {
                 return;
             }
-            marking = true;
-            s.barrier().whenComplete((heard, e) -> {
+            marking = s.barrier(services.executor().timeout().toNanos()).whenComplete((heard, e) -> {
                 if (e == null) {
                     mark = new Mark(s.waiter(), heard);
                 }
-                marking = false;
             });
         }
 

@@ -262,15 +262,17 @@ public final class PubSubService implements AutoCloseable {
             lock.unlock();
         }
         if (channel != null && channel.subscribedEvents.incrementAndGet() > 1) {
+            long heard;
             lock.lock();
             try {
-                channel.heard++;
+                heard = ++channel.heard;
             } finally {
                 lock.unlock();
             }
             // A re-subscription after a reconnect (the first event confirms our own SUBSCRIBE):
-            // messages sent meanwhile are lost, so every waiter re-checks.
+            // messages sent meanwhile are lost, so every waiter re-checks, told where the gap is.
             log.debug("re-subscribed to {} after a reconnect; waking its waiters to re-check", channelName);
+            channel.waiters.values().forEach(w -> w.lostBefore(heard));
             channel.wake(Integer.MAX_VALUE, null, 0);
         }
     }
@@ -388,11 +390,14 @@ public final class PubSubService implements AutoCloseable {
          * Places a mark in the channel's stream of messages, now: completes with how many
          * messages the channel had heard when every message Redis published before this call's
          * PING reached Redis had been delivered ({@link Subscriber#barrier}). A message this
-         * waiter then sees with a larger count ({@link Waiter#watchedHeard}) was published after
-         * this call was made. Best effort: it may fail, or never complete if the connection
-         * hangs (nothing waits for it).
+         * waiter then sees with a larger count ({@link Waiter#heardOf}) was published after
+         * this call was made. Best effort: it may fail, and it fails if no answer comes within
+         * {@code boundNanos} (a half-open connection never answers).
          */
-        public CompletableFuture<Long> barrier() {
+        public CompletableFuture<Long> barrier(long boundNanos) {
+            if (boundNanos <= 0) {
+                return CompletableFuture.failedFuture(new java.util.concurrent.TimeoutException("no time left for a PING"));
+            }
             CompletableFuture<Void> pong;
             try {
                 pong = subscriber.barrier(channel.name);
@@ -404,8 +409,8 @@ public final class PubSubService implements AutoCloseable {
                 // attempt waiting for the answer would wait with it.
                 CompletableFuture<Void> answered = pong;
                 Scheduler.Cancellable timer = executor.scheduler().schedule(() -> answered.completeExceptionally(
-                        new java.util.concurrent.TimeoutException("no PONG within the command timeout")),
-                        executor.timeout().toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+                        new java.util.concurrent.TimeoutException("no PONG within its bound")),
+                        boundNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
                 pong.whenComplete((ok, e) -> timer.cancel());
             }
             // Read on the thread that completes the PING (the pub/sub connection's, after the

@@ -15,10 +15,14 @@ public final class Waiter {
     private final AtomicBoolean pending = new AtomicBoolean();
     private volatile CompletableFuture<Void> parked;
     private volatile String lastMessage;
-    /** The message whose arrivals this waiter counts ({@link #watch}), or null. */
-    private volatile String watched;
-    /** The channel's count of messages heard ({@code PubSubService}) when the watched message last came; 0: never. */
-    private volatile long watchedHeard;
+    /** The messages whose arrivals this waiter places ({@link #watch}), or null. */
+    private volatile String[] watched;
+    /** For each watched message, the channel's count of messages heard ({@code PubSubService}) when it last came; 0: never. */
+    private final java.util.concurrent.atomic.AtomicLongArray heardOf = new java.util.concurrent.atomic.AtomicLongArray(2);
+    /** The channel's count of messages heard when this waiter last saw any message; 0: none yet. */
+    private volatile long heard;
+    /** The channel's count of messages heard at the latest re-subscription (messages before it may be lost); 0: none. */
+    private volatile long lostBefore;
 
     /**
      * @param tag     what a tagged channel's messages name this waiter by (e.g. its owner id;
@@ -46,24 +50,51 @@ public final class Waiter {
      */
     public void saw(String message, long heard) {
         lastMessage = message;
-        if (message.equals(watched)) {
-            watchedHeard = heard;
+        this.heard = heard;
+        String[] w = watched;
+        if (w != null) {
+            for (int i = 0; i < w.length; i++) {
+                if (message.equals(w[i])) {
+                    heardOf.set(i, heard);
+                }
+            }
         }
     }
 
-    /** From now on, remembers where in the channel's stream {@code message} last came ({@link #watchedHeard}). */
-    public void watch(String message) {
-        watched = message;
+    /** From now on, remembers where in the channel's stream each of {@code messages} (at most two) last came ({@link #heardOf}). */
+    public void watch(String... messages) {
+        if (messages.length > heardOf.length()) {
+            throw new IllegalArgumentException("at most " + heardOf.length() + " watched messages");
+        }
+        watched = messages.clone();
     }
 
-    /** The channel's count of messages heard when the watched message last came to this waiter; 0 if it has not. */
-    public long watchedHeard() {
-        return watchedHeard;
+    /** The channel was subscribed again after a reconnect, at {@code heard}: messages published before may be lost. */
+    public void lostBefore(long heard) {
+        lostBefore = heard;
     }
 
-    /** The latest message seen since the last {@link #takeMessage()}, or {@code null}; leaves it. */
-    public String peekMessage() {
-        return lastMessage;
+    /** Where the latest gap in this waiter's messages ends (a re-subscription); 0 if there was none. */
+    public long lostBefore() {
+        return lostBefore;
+    }
+
+    /** The channel's count of messages heard when this waiter last saw a message; 0 if it has not. */
+    public long heard() {
+        return heard;
+    }
+
+    /** The channel's count of messages heard when the watched {@code message} last came to this waiter; 0 if it has not. */
+    public long heardOf(String message) {
+        String[] w = watched;
+        if (w != null) {
+            for (int i = 0; i < w.length; i++) {
+                if (w[i].equals(message)) {
+                    return heardOf.get(i);
+                }
+            }
+        }
+        return 0;
     }
 
     /** The latest message seen since the last call, or {@code null}; clears it. */
