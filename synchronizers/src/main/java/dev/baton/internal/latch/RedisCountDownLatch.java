@@ -156,18 +156,12 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         private volatile String lastMessage;
         /** The mark placed once subscribed, on {@code subscription}'s waiter; null until its PING is answered. */
         private volatile Mark mark;
-        /** The mark after the latest read that found the count positive ({@link #markAfterPositiveRead}), or null. */
-        private volatile AfterRead afterPositive;
-
         /**
-         * A read that found the count positive, placed in the stream: every message published
-         * after it ran is heard after {@code heardBeforeRead} (it was sent then); every message
-         * heard after {@code heard} (its PING's answer) was published after it ran.
+         * Where the channel's stream stood when the latest read that found the count positive
+         * (while subscribed) was sent: every message published after that read ran is heard
+         * after it (0 before any message; {@link #sawPositive} says whether there was such a read).
          */
-        private record AfterRead(Waiter waiter, long heardBeforeRead, long heard) {
-        }
-        /** Reads that found the count positive while subscribed: which one the latest after-mark belongs to. */
-        private volatile long positiveReads;
+        private volatile long positiveReadAt;
         /** The mark's PING, once sent (its answer sets {@link #mark}). */
         private volatile CompletableFuture<?> marking;
 
@@ -216,11 +210,10 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                 // which is all await() waits for, even if it was re-armed after.
                 return CompletableFuture.completedFuture(AcquireEngine.Outcome.GRANTED);
             }
-            // Where the last "1" stood in the stream when the read was sent: one heard by then was
-            // published before the read ran.
-            long oneBeforeRead = s == null ? 0 : s.waiter().heardOf(NEW_COUNT_OR_DELETED_MESSAGE);
-            // And where the stream stood: any message published after the read ran is heard later.
+            // Where the stream stood when the read was sent: any message published after the read
+            // ran is heard later; a "1" heard by then was published before it ran.
             long heardBeforeRead = s == null ? 0 : s.waiter().heard();
+            long oneBeforeRead = s == null ? 0 : s.waiter().heardOf(NEW_COUNT_OR_DELETED_MESSAGE);
             return services.executor().read("GET", name, c -> c.get(name)).thenCompose(value -> {
                 if (value != null && Long.parseLong(value) > 0) {
                     // Only a count seen while subscribed promises a message when it changes.
@@ -228,7 +221,7 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
                     lastMessage = null; // a "1" followed by a count was a new round, not a deletion
                     if (s != null) {
                         mark(s); // if the first mark failed (a PING that timed out), try again
-                        markAfterPositiveRead(s, heardBeforeRead);
+                        positiveReadAt = heardBeforeRead;
                     }
                     return CompletableFuture.completedFuture(new AcquireEngine.Outcome(false, RECHECK_MS));
                 }
@@ -251,47 +244,29 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         }
 
         /**
-         * The latch is gone, found by a read that came after the mark {@code m}, and every
-         * message Redis published before that read has been heard. A "0" after the mark: the
-         * count reached zero after this await began (whatever came after it). Else, with no "0"
-         * heard since the last positive read was sent, a "1" heard after that read's mark and
-         * before this read was sent ({@code oneBeforeRead}): published between the two reads,
-         * with the latch gone at the second, so it was deleted (an arm would have left it
-         * present, a zero would have said "0"). Anything else cannot prove a deletion (the "0" lost on a reconnect, a re-arm's "1"
-         * published after this read, an earlier round's arm: the simulation found each) and is
-         * taken as having reached zero, as a lost message always is.
+         * The latch is gone, and every message Redis published before the read that found it
+         * gone has been heard (a PING sent after that read has been answered). A "0" after the
+         * mark, or since the last read that found the count positive was sent: it reached zero.
+         * Else, with no reconnect since that read, a "1" heard after it was sent and before the
+         * read that found the latch gone was sent ({@code oneBeforeRead}), so published between
+         * the two: the latch went away by a deletion (a zero would have said "0"; an arm would
+         * have left it present). Anything else cannot prove a deletion (the "0" lost on a
+         * reconnect, a re-arm's "1" published after the read, no message at all) and is taken as
+         * having reached zero, as a lost message always is. (Earlier forms of this rule, the
+         * last message heard or a "1" after a PING of the positive read, reported deletions where
+         * the simulation's rounds, re-armed at once, had only reached zero; or missed a deletion
+         * made right after that read.)
          */
         private AcquireEngine.Outcome gone(PubSubService.Subscription s, Mark m, long oneBeforeRead) {
-            if (s.waiter().heardOf(ZERO_MESSAGE) > m.heard()) {
+            Waiter w = s.waiter();
+            long since = positiveReadAt;
+            if (w.heardOf(ZERO_MESSAGE) > m.heard() || w.heardOf(ZERO_MESSAGE) > since || w.lostBefore() > since) {
                 return AcquireEngine.Outcome.GRANTED;
             }
-            AfterRead a = afterPositive;
-            if (a == null || a.waiter() != s.waiter() || s.waiter().heardOf(ZERO_MESSAGE) > a.heardBeforeRead()
-                    || s.waiter().lostBefore() > a.heardBeforeRead()) {
-                // Nothing to prove it by; a "0" heard since that read was sent (perhaps an older
-                // one, but the safe side: reached zero rather than a deletion it cannot prove); or
-                // a reconnect since, whose gap may hold the "0" that a re-arm's "1" followed.
-                return AcquireEngine.Outcome.GRANTED;
-            }
-            if (oneBeforeRead > a.heard()) {
+            if (sawPositive && oneBeforeRead > since) {
                 throw deleted();
             }
             return AcquireEngine.Outcome.GRANTED;
-        }
-
-        /**
-         * Marks the stream after a read that found the count positive (a PING sent after its
-         * reply): a "1" heard after this mark was published after that read, so it cannot be the
-         * arming of the round the read saw. The mark of an earlier read is dropped first.
-         */
-        private void markAfterPositiveRead(PubSubService.Subscription s, long heardBeforeRead) {
-            afterPositive = null;
-            long generation = ++positiveReads;
-            s.barrier(services.executor().timeout().toNanos()).whenComplete((heard, e) -> {
-                if (e == null && positiveReads == generation) {
-                    afterPositive = new AfterRead(s.waiter(), heardBeforeRead, heard);
-                }
-            });
         }
 
         /**
