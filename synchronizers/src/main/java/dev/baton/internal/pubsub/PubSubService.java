@@ -241,26 +241,24 @@ public final class PubSubService implements AutoCloseable {
      * nobody waits on it here.
      */
     public void ring(String channelName, int count) {
-        Channel channel;
-        lock.lock();
-        try {
-            channel = channels.get(channelName);
-        } finally {
-            lock.unlock();
-        }
+        Channel channel = channel(channelName);
         if (channel != null) {
             channel.wake(count, null, 0);
         }
     }
 
-    private void onSubscribed(String channelName) {
-        Channel channel;
+    /** The channel of that name, or null if nobody waits on it here. */
+    private Channel channel(String channelName) {
         lock.lock();
         try {
-            channel = channels.get(channelName);
+            return channels.get(channelName);
         } finally {
             lock.unlock();
         }
+    }
+
+    private void onSubscribed(String channelName) {
+        Channel channel = channel(channelName);
         if (channel != null && channel.subscribedEvents.incrementAndGet() > 1) {
             long heard;
             lock.lock();
