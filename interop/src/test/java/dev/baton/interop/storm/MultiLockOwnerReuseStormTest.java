@@ -70,14 +70,14 @@ class MultiLockOwnerReuseStormTest {
 
     @Test
     void ownersReusingTheirIdAfterAGiveUpGetCleanHolds() throws Exception {
-        // On demand only, until its open finding is understood: an owner's follow-up call not
-        // granted within 5 s while Redis holds every member for that owner alone (seen on
-        // f73c560 and after issue 45's fixes, about 0.7 a second; a focused test of the same
-        // calls does not reproduce it). Run it with -Dbaton.storm.seconds=N.
+        // On demand only, until its open finding is fixed: once in a 240 s run (1,149 rounds,
+        // 2026-11-28), an owner's follow-up started in the callback of a call it gave up failed
+        // with LeaseLostException on re-entering a member the given-up call had been granted (the
+        // client still counted a hold that Redis no longer had). Run it with -Dbaton.storm.seconds=N.
         String asked = System.getProperty("baton.storm.seconds");
         if (asked == null) {
             System.out.println("[storm multi-lock] NOT RUN: on demand (-Dbaton.storm.seconds=N) while its open finding"
-                    + " (an owner's follow-up stalled on its own holds) is investigated");
+                    + " (a re-entry after a give-up reported a lost lease, once in 4 minutes) is investigated");
             org.junit.jupiter.api.Assumptions.abort("NOT RUN: on demand, see the output");
         }
         long seconds = Long.parseLong(asked);
