@@ -17,6 +17,7 @@ import dev.baton.internal.engine.Blocking;
 import dev.baton.internal.lease.LeaseScopedWork;
 import dev.baton.internal.lock.RedisLock;
 import dev.baton.internal.support.Args;
+import dev.baton.internal.support.CallerEndedFuture;
 import dev.baton.internal.support.Names;
 import dev.baton.internal.time.Scheduler;
 
@@ -34,12 +35,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
-import java.util.function.Supplier;
 
 /*
  * All-or-nothing over several locks, deadlock-free by taking them in one canonical order (by
@@ -575,7 +574,7 @@ public final class MultiLock implements BatonMultiLock {
      * the stage with Baton's outcome first, so its own completion fails as it would on any
      * completed future.
      */
-    private static final class SetResult<T> extends CompletableFuture<T> {
+    private static final class SetResult<T> extends CallerEndedFuture<T> {
         private static final Object ABANDONED = new Object();
         private final Function<Boolean, T> value;
         private final Runnable abandon;
@@ -598,20 +597,21 @@ public final class MultiLock implements BatonMultiLock {
 
         private void apply(Object outcome) {
             if (outcome instanceof Throwable failure) {
-                super.completeExceptionally(failure);
+                failByOwner(failure);
             } else {
                 T mapped;
                 try {
                     mapped = value.apply((Boolean) outcome);
                 } catch (RuntimeException e) {
-                    super.completeExceptionally(e);
+                    failByOwner(e);
                     return;
                 }
-                super.complete(mapped);
+                completeByOwner(mapped);
             }
         }
 
-        private void endedByCaller() {
+        @Override
+        protected void endedByCaller(String how) {
             if (decision.compareAndSet(null, ABANDONED)) {
                 abandon.run();
                 return;
@@ -620,48 +620,6 @@ public final class MultiLock implements BatonMultiLock {
             if (decided != ABANDONED) {
                 apply(decided); // Baton decided first: its outcome is the stage's
             }
-        }
-
-        @Override
-        public boolean complete(T v) {
-            endedByCaller();
-            return super.complete(v);
-        }
-
-        @Override
-        public boolean completeExceptionally(Throwable failure) {
-            endedByCaller();
-            return super.completeExceptionally(failure);
-        }
-
-        @Override
-        public boolean cancel(boolean mayInterruptIfRunning) {
-            endedByCaller();
-            return super.cancel(mayInterruptIfRunning);
-        }
-
-        @Override
-        public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier, Executor executor) {
-            endedByCaller();
-            return super.completeAsync(supplier, executor);
-        }
-
-        @Override
-        public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier) {
-            endedByCaller();
-            return super.completeAsync(supplier);
-        }
-
-        /** Not supported: the stage completes once. */
-        @Override
-        public void obtrudeValue(T v) {
-            throw new UnsupportedOperationException("a multi-lock's stage completes once; use complete or cancel");
-        }
-
-        /** Not supported: the stage completes once. */
-        @Override
-        public void obtrudeException(Throwable failure) {
-            throw new UnsupportedOperationException("a multi-lock's stage completes once; use completeExceptionally or cancel");
         }
     }
 

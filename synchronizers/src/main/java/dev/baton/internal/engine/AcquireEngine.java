@@ -204,7 +204,7 @@ public final class AcquireEngine {
      */
     public void wakeLocal(String channel, WakeRule rule) {
         if (pubSub != null) {
-            pubSub.ring(channel, rule.wakesWithoutAMessage());
+            pubSub.ring(channel, rule);
         }
     }
 

@@ -260,7 +260,7 @@ public final class RedisCountDownLatch implements BatonCountDownLatch {
         private AcquireEngine.Outcome gone(PubSubService.Subscription s, Mark m, long oneBeforeRead) {
             Waiter w = s.waiter();
             long since = positiveReadAt;
-            if (w.heardOf(ZERO_MESSAGE) > m.heard() || w.heardOf(ZERO_MESSAGE) > since || w.lostBefore() > since) {
+            if (w.heardOf(ZERO_MESSAGE) > Math.min(m.heard(), since) || w.lostBefore() > since) {
                 return AcquireEngine.Outcome.GRANTED;
             }
             if (sawPositive && oneBeforeRead > since) {

@@ -23,6 +23,7 @@ import dev.baton.internal.lease.Lease;
 import dev.baton.internal.lease.LeaseScopedWork;
 import dev.baton.internal.lease.Leases;
 import dev.baton.internal.support.Args;
+import dev.baton.internal.support.CallerEndedFuture;
 import dev.baton.internal.support.CloseOnce;
 import dev.baton.internal.support.Names;
 import org.slf4j.Logger;
@@ -34,11 +35,9 @@ import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
-import java.util.function.Supplier;
 
 /*
  * The lock plumbing shared by every kind of Baton lock: the blocking API as thin waits on the
@@ -237,7 +236,7 @@ public class RedisLock implements BatonLock {
      * caller race for {@link #state} once: exactly one of them makes the release future, and it
      * completes once the release (or give-back) has been answered.
      */
-    private final class ScopedResult<T> extends CompletableFuture<T> {
+    private final class ScopedResult<T> extends CallerEndedFuture<T> {
         private final long ownerId;
         private final CompletableFuture<Void> acquired;
         /** null: no grant and no caller's end yet; {@link #GIVEN_UP_BEFORE_THE_GRANT}; or the hold's release to come. */
@@ -278,7 +277,8 @@ public class RedisLock implements BatonLock {
         }
 
         /** The caller ends the call (see the class comment); {@code how} says how, for the stop's reason. */
-        private void endedByCaller(String how) {
+        @Override
+        protected void endedByCaller(String how) {
             if (isDone()) {
                 return;
             }
@@ -309,60 +309,18 @@ public class RedisLock implements BatonLock {
 
         /** Baton's own completion: the release has been answered already. */
         void finish(T value) {
-            super.complete(value);
+            completeByOwner(value);
         }
 
         void fail(Throwable failure) {
-            super.completeExceptionally(failure);
+            failByOwner(failure);
         }
 
         /** Baton's completion of a call that ended before its work ran, unless the caller ended it (and completes it). */
         void failUnlessEnded(Throwable failure) {
             if (!ended) {
-                super.completeExceptionally(failure);
+                failByOwner(failure);
             }
-        }
-
-        @Override
-        public boolean complete(T value) {
-            endedByCaller("with a value");
-            return super.complete(value);
-        }
-
-        @Override
-        public boolean completeExceptionally(Throwable failure) {
-            endedByCaller(failure.getClass().getSimpleName());
-            return super.completeExceptionally(failure);
-        }
-
-        @Override
-        public boolean cancel(boolean mayInterruptIfRunning) {
-            endedByCaller("cancelled");
-            return super.cancel(mayInterruptIfRunning);
-        }
-
-        @Override
-        public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier, Executor executor) {
-            endedByCaller("completeAsync");
-            return super.completeAsync(supplier, executor);
-        }
-
-        @Override
-        public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier) {
-            endedByCaller("completeAsync");
-            return super.completeAsync(supplier);
-        }
-
-        /** Not supported: the stage completes once, after the release. */
-        @Override
-        public void obtrudeValue(T value) {
-            throw new UnsupportedOperationException("withLockAsync's stage completes once; use complete or cancel");
-        }
-
-        /** Not supported: the stage completes once, after the release. */
-        @Override
-        public void obtrudeException(Throwable failure) {
-            throw new UnsupportedOperationException("withLockAsync's stage completes once; use completeExceptionally or cancel");
         }
     }
 

@@ -235,15 +235,15 @@ public final class PubSubService implements AutoCloseable {
     }
 
     /**
-     * Rings up to {@code count} of this client's waiters on a channel, oldest first, as a message
-     * without content would: the client itself learned what the channel would announce (a lock
+     * Rings this client's waiters on a channel, oldest first, as many as {@code rule} rings for a
+     * message without content: the client itself learned what the channel would announce (a lock
      * it held found gone), which Redis may never publish (a key deleted or expired). Nothing if
      * nobody waits on it here.
      */
-    public void ring(String channelName, int count) {
+    public void ring(String channelName, WakeRule rule) {
         Channel channel = channel(channelName);
         if (channel != null) {
-            channel.wake(count, null, 0);
+            channel.wake(rule.wakes(null), null, 0);
         }
     }
 

@@ -47,9 +47,4 @@ public enum WakeRule {
 
     /** How many waiters without a pending ring this message rings, oldest first. */
     abstract int wakes(String message);
-
-    /** How many waiters a change the client learned by itself rings (PubSubService.ring): as a message without content. */
-    public int wakesWithoutAMessage() {
-        return wakes(null);
-    }
 }

@@ -1,9 +1,5 @@
 package dev.baton.internal.time;
 
-import org.slf4j.LoggerFactory;
-
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -21,16 +17,7 @@ import java.util.concurrent.TimeUnit;
 public final class StopTimer implements Scheduler {
     public static final StopTimer INSTANCE = new StopTimer();
 
-    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1, task -> {
-        Thread t = new Thread(task, "baton-stop-timer");
-        t.setDaemon(true);
-        t.setPriority(Thread.MAX_PRIORITY);
-        return t;
-    });
-
-    static {
-        TIMER.setRemoveOnCancelPolicy(true);
-    }
+    private static final DaemonTimer TIMER = new DaemonTimer("baton-stop-timer", Thread.MAX_PRIORITY);
 
     private StopTimer() {
     }
@@ -42,13 +29,6 @@ public final class StopTimer implements Scheduler {
 
     @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
-        ScheduledFuture<?> scheduled = TIMER.schedule(() -> {
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                LoggerFactory.getLogger(StopTimer.class).error("stopping lease-scoped work failed", e);
-            }
-        }, Math.max(0, delay), unit);
-        return () -> scheduled.cancel(false);
+        return TIMER.schedule(task, delay, unit, Runnable::run); // a check: clocks and an interrupt
     }
 }

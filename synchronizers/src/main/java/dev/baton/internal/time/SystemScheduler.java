@@ -1,7 +1,5 @@
 package dev.baton.internal.time;
 
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -20,11 +18,7 @@ import java.util.concurrent.TimeUnit;
 public final class SystemScheduler implements Scheduler {
     public static final SystemScheduler INSTANCE = new SystemScheduler();
 
-    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1, task -> {
-        Thread t = new Thread(task, "baton-system-timer");
-        t.setDaemon(true);
-        return t;
-    });
+    private static final DaemonTimer TIMER = new DaemonTimer("baton-system-timer", Thread.NORM_PRIORITY);
 
     private static final java.util.concurrent.atomic.AtomicInteger WORKER = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -35,10 +29,6 @@ public final class SystemScheduler implements Scheduler {
                 t.setDaemon(true);
                 return t;
             });
-
-    static {
-        TIMER.setRemoveOnCancelPolicy(true);
-    }
 
     private SystemScheduler() {
     }
@@ -55,13 +45,6 @@ public final class SystemScheduler implements Scheduler {
 
     @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
-        ScheduledFuture<?> scheduled = TIMER.schedule(() -> WORKERS.execute(() -> {
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                org.slf4j.LoggerFactory.getLogger(SystemScheduler.class).error("a scheduled task failed", e);
-            }
-        }), Math.max(0, delay), unit);
-        return () -> scheduled.cancel(false);
+        return TIMER.schedule(task, delay, unit, WORKERS);
     }
 }
