@@ -253,8 +253,12 @@ class ReactiveBatonTest {
 
         ReactiveCountDownLatch latch = reactive.countDownLatch("deleted-latch");
         assertTrue(latch.trySetCount(1).block(Duration.ofSeconds(5)));
+        long reads = redis.calls("get");
         java.util.concurrent.CompletableFuture<Void> awaited = latch.await().toFuture();
         redis.awaitAnySubscriber("redisson_countdownlatch__channel__{deleted-latch}");
+        // Parked: its reads before and after SUBSCRIBE have run (a latch deleted before the await
+        // has seen its count while subscribed is taken as having reached zero, see guarantees.md).
+        redis.awaitCalls("get", reads + 2);
         baton.countDownLatch("deleted-latch").delete();
         java.util.concurrent.ExecutionException ended = assertThrows(java.util.concurrent.ExecutionException.class,
                 () -> awaited.get(5, java.util.concurrent.TimeUnit.SECONDS));
@@ -500,8 +504,10 @@ class ReactiveBatonTest {
 
             ReactiveCountDownLatch deleted = reactive.countDownLatch("woken-deleted");
             assertTrue(deleted.trySetCount(1).block(Duration.ofSeconds(5)));
+            long reads = redis.calls("get");
             Signals failed = record("await() ended by another client's delete", deleted.await());
             redis.awaitAnySubscriber("redisson_countdownlatch__channel__{woken-deleted}");
+            redis.awaitCalls("get", reads + 2); // parked: both its reads ran, see above
             other.countDownLatch("woken-deleted").delete();
             failed.assertOnReactorsScheduler();
             assertTrue(failed.seen().get(0).startsWith("onError(SynchronizerDeletedException)"), failed.seen().toString());

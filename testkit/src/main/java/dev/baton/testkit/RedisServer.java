@@ -251,6 +251,17 @@ public final class RedisServer implements AutoCloseable {
         return 0;
     }
 
+    /**
+     * Waits, at most 10 s, until Redis has run {@code command} at least {@code atLeast} times
+     * (as {@link #calls} counts them): the signal that a waiter's read has reached the server,
+     * where a subscriber count alone says only that it subscribed.
+     */
+    public void awaitCalls(String command, long atLeast) {
+        Await.until(java.time.Duration.ofSeconds(10),
+                () -> command + " run at least " + atLeast + " times (ran " + calls(command) + ")",
+                () -> calls(command) >= atLeast);
+    }
+
     /** SIGKILL, waiting for the process to exit. */
     public synchronized void kill() {
         if (process != null && process.isAlive()) {
