@@ -159,6 +159,17 @@ final class SimWorld {
         return rnd.nextDouble() < p;
     }
 
+    /** Empties every simulated server's script cache (SCRIPT FLUSH): each client's next EVALSHA there gets NOSCRIPT. */
+    void flushScripts() {
+        note("SCRIPT FLUSH on every server");
+        servers.values().forEach(s -> s.serve(new String[] {"SCRIPT", "FLUSH"}));
+    }
+
+    /** How many EVALSHA every simulated server refused with NOSCRIPT. */
+    long noScripts() {
+        return servers.values().stream().mapToLong(s -> s.redis.noScripts()).sum();
+    }
+
     /** Runs one command on the first simulated Redis at virtual now; publishes what it published. */
     Object serve(String[] args) {
         return server.serve(args);

@@ -225,6 +225,10 @@ abstract class Simulation {
     /** Wake-ups a semaphore wait passed on to a younger one, rung for permits it could not use. */
     long passedOn;
     private final long runNanos;
+    /** The longest gap between two flushes of the script cache during the run, in µs; 0: never flushed. */
+    final long scriptFlushMaxMicros;
+    /** Draws the flushes' times: a stream of its own (see the constructor). */
+    private final java.util.Random flushes;
     /** Set when the run ends: actors finish what they are doing and stop. */
     boolean stopping;
     /** Set while the clients close: what their closing fails is not a finding. */
@@ -248,7 +252,16 @@ abstract class Simulation {
         faults = watchdog == SHORT_WATCHDOG
                 ? new SimWire.Faults(0.02, 300_000, 0, 0.005) // stalls of up to 300 ms: past the lease
                 : drawn;
-        world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms");
+        // One seed in three empties the script cache every 1-15 ms of the run (what a restart, a
+        // failover to a replica or an operator's SCRIPT FLUSH does): each client's next EVALSHA
+        // gets NOSCRIPT and is sent again as EVAL a round trip later, behind commands sent after
+        // it whose script another client had loaded again meanwhile (issue 46: the sabotage of
+        // the owner's wait for its unanswered unlock went uncaught without it). Drawn from its own
+        // stream, so the seed's other draws stay as they were.
+        flushes = new java.util.Random(new java.util.SplittableRandom(seed).split().nextLong());
+        scriptFlushMaxMicros = flushes.nextInt(3) == 0 ? 1_000 + flushes.nextInt(14_000) : 0;
+        world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms"
+                + (scriptFlushMaxMicros > 0 ? ", script cache flushed every 1 ms to " + scriptFlushMaxMicros / 1000 + " ms" : ""));
         for (String id : List.of("a", "b")) {
             clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, watchdog, lossListener()));
         }
@@ -308,6 +321,9 @@ abstract class Simulation {
         for (Actor a : actors()) {
             world.at(world.micros(0, 500), "start", a::next);
         }
+        if (scriptFlushMaxMicros > 0) {
+            flushLater();
+        }
         world.runUntil(runNanos, () -> stopped());
         stopping = true;
         world.calm = true;
@@ -329,6 +345,17 @@ abstract class Simulation {
             c.close();
         }
         return violations;
+    }
+
+    /** The next flush of the script cache, 1 ms to {@link #scriptFlushMaxMicros} from now, while the run lasts. */
+    private void flushLater() {
+        long delayMicros = 1_000 + (long) (flushes.nextDouble() * (scriptFlushMaxMicros - 1_000));
+        world.at(java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(delayMicros), "script flush", () -> {
+            if (!stopping) {
+                world.flushScripts();
+                flushLater();
+            }
+        });
     }
 
     void violation(String what) {

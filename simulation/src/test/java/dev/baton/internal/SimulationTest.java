@@ -80,6 +80,8 @@ class SimulationTest {
         long quiet = 0;
         long passed = 0;
         long steps = 0;
+        long flushedSeeds = 0;
+        long noScripts = 0;
         Map<String, Integer> findings = new TreeMap<>();
         long cannotPromise = 0;
         for (long seed = first; seed < first + seeds; seed++) {
@@ -91,6 +93,8 @@ class SimulationTest {
             quiet += sim.quietParks;
             passed += sim.passedOn;
             steps += sim.world.steps();
+            flushedSeeds += sim.scriptFlushMaxMicros > 0 ? 1 : 0;
+            noScripts += sim.world.noScripts();
             if (!sim.cannotPromise.isEmpty() && cannotPromise++ < 3) {
                 System.out.println("[sim " + kind + "] seed " + seed + " met what Baton cannot promise (a late copy of a"
                         + " release or an acquire; replay with -Dbaton.sim.kinds=" + kind + " -Dbaton.sim.seed=" + seed + "): "
@@ -124,6 +128,11 @@ class SimulationTest {
                 + " copy and went unjudged, more than the cap of " + lateCopyCap(seeds) + " (" + LATE_COPY_SHARE_PERCENT
                 + " %); the first are printed above");
         assertEquals(Map.of(), findings, kind + ": the survey's findings");
+        if (flushedSeeds >= 10) {
+            // A fault that never bit checked nothing: flushes must have made clients re-send as EVAL.
+            assertTrue(noScripts > flushedSeeds, kind + ": only " + noScripts + " NOSCRIPT replies in " + flushedSeeds
+                    + " seeds that flushed the script cache");
+        }
         if (kind.equals("semaphore")) {
             // The in-client hand-off is a state of its own: a run that never reached it checked nothing of it.
             assertTrue(handed > 0, "no semaphore grant was handed over in the client in " + seeds + " seeds");
@@ -131,10 +140,12 @@ class SimulationTest {
             assertTrue(passed > 0, "no semaphore wait passed a wake-up on in " + seeds + " seeds");
         }
         System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants%s, %d events,"
+                        + " %d seeds flushed the script cache (%d NOSCRIPT replies),"
                         + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n",
                 kind, seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants,
                 kind.equals("semaphore") ? " (" + handed + " handed over in the client; " + quiet + " waits parked on a quiet"
-                        + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, cannotPromise,
+                        + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, flushedSeeds, noScripts,
+                cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }
 

@@ -91,6 +91,13 @@ public final class SimRedis {
 
     private final Map<String, Entry> keys = new TreeMap<>();
     private final Map<String, String> scriptsBySha = new HashMap<>();
+    /** How many EVALSHA were refused with NOSCRIPT. */
+    private long noScripts;
+
+    /** How many EVALSHA this server refused with NOSCRIPT (its script cache did not have the script). */
+    public long noScripts() {
+        return noScripts;
+    }
     private final List<Published> published = new ArrayList<>();
     private final SimScripts lua = new SimScripts(this);
     private long nowMicros;
@@ -136,11 +143,16 @@ public final class SimRedis {
             case "EVALSHA" -> {
                 String text = scriptsBySha.get(args[1].toLowerCase(Locale.ROOT));
                 if (text == null) {
+                    noScripts++;
                     throw new SimError("NOSCRIPT No matching script. Please use EVAL.");
                 }
                 yield eval(text, args, 2);
             }
             case "SCRIPT" -> {
+                if (args[1].equalsIgnoreCase("FLUSH")) {
+                    scriptsBySha.clear(); // as a restart, a failover to a replica or SCRIPT FLUSH leaves it
+                    yield "OK";
+                }
                 if (!args[1].equalsIgnoreCase("LOAD")) {
                     throw new SimError("ERR unknown SCRIPT subcommand '" + args[1] + "'");
                 }
