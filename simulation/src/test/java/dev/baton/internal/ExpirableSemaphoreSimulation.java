@@ -116,6 +116,11 @@ final class ExpirableSemaphoreSimulation extends Simulation {
 
     /** One actor: takes 1 or 2 permits, holds them, releases each by id; one operation at a time. */
     final class Taker extends BaseActor {
+        @Override
+        SimClient.Clock process() {
+            return client.clock;
+        }
+
         final SimClient client;
         final int index;
         final BatonPermitExpirableSemaphore semaphore;
@@ -225,10 +230,10 @@ final class ExpirableSemaphoreSimulation extends Simulation {
                 doing = "holding " + ids;
                 long hold = world.rnd.nextInt(8) == 0 ? world.micros(0, LONGEST_LEASE_MS * 1_000L) : world.micros(0, 3_000);
                 if (world.rnd.nextInt(4) == 0) {
-                    world.at(hold / 2, "renew", this::updateLease);
-                    world.at(hold, "hold", () -> release(0));
+                    later(hold / 2, "renew", this::updateLease);
+                    later(hold, "hold", () -> release(0));
                 } else {
-                    world.at(hold, "hold", () -> release(0));
+                    later(hold, "hold", () -> release(0));
                 }
             });
         }
@@ -281,7 +286,7 @@ final class ExpirableSemaphoreSimulation extends Simulation {
                 Throwable e = unwrap(error);
                 if (e instanceof RedisUnavailableException) {
                     world.note(this + " release unconfirmed, calling it again with the same id: " + e.getMessage());
-                    world.at(world.micros(0, 2_000), "release again", () -> release(i));
+                    later(world.micros(0, 2_000), "release again", () -> release(i));
                     return;
                 }
                 if (e instanceof IllegalArgumentException) {

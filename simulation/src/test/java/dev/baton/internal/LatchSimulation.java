@@ -94,6 +94,11 @@ final class LatchSimulation extends Simulation {
 
     /** One actor: waits or counts down, one operation at a time; waits once more at the end. */
     final class Waiter extends BaseActor {
+        @Override
+        SimClient.Clock process() {
+            return client.clock;
+        }
+
         final SimClient client;
         final int index;
         final BatonCountDownLatch latch;
@@ -141,7 +146,7 @@ final class LatchSimulation extends Simulation {
                 }
                 case 2 -> {
                     CompletableFuture<Void> f = latch.awaitAsync().toCompletableFuture();
-                    world.at(world.micros(0, 5_000), "caller cancels", () -> f.cancel(true));
+                    later(world.micros(0, 5_000), "caller cancels", () -> f.cancel(true));
                     await("awaitAsync() cancelled", f.thenApply(v -> true), -1);
                 }
                 default -> {
@@ -188,7 +193,7 @@ final class LatchSimulation extends Simulation {
             latch.awaitAsync().whenComplete((v, error) -> {
                 if (error != null) {
                     world.note(this + " awaitAsync() before the re-arm ended: " + unwrap(error) + "; again");
-                    world.at(world.micros(0, 2_000), "await again", this::awaitZeroThenRearm);
+                    later(world.micros(0, 2_000), "await again", this::awaitZeroThenRearm);
                     return;
                 }
                 rearm();
@@ -210,7 +215,7 @@ final class LatchSimulation extends Simulation {
                 if (e instanceof RedisUnavailableException) {
                     rearmUnconfirmed = true;
                     world.note(this + " trySetCount unconfirmed, calling it again: " + e.getMessage());
-                    world.at(world.micros(0, 2_000), "trySetCount again", this::rearm);
+                    later(world.micros(0, 2_000), "trySetCount again", this::rearm);
                     return;
                 }
                 if (e != null) {

@@ -58,7 +58,8 @@ final class LockSimulation extends Simulation {
         if (!kind.equals("fairLock")) {
             world.watch = () -> {
                 boolean free = freeInRedis();
-                owners.forEach(o -> o.clock.watch(() -> free));
+                boolean writerWaits = writerWaits();
+                owners.forEach(o -> o.clock.watch(() -> free && (o.write || !writerWaits)));
             };
         } else {
             world.watch = new FairOrder();
@@ -143,6 +144,15 @@ final class LockSimulation extends Simulation {
         highestTokenBy = o.toString();
     }
 
+    /**
+     * Whether a writer waits on the read-write lock ({@code baton_rwlock_writer}): new readers are
+     * refused while it does, so for a reader the lock is not free (its writer may be a paused
+     * process's, whose wait ends only when the process runs again).
+     */
+    boolean writerWaits() {
+        return kind.equals("readWriteLock") && world.server.redis.exists("baton_rwlock_writer:{" + NAME + "}");
+    }
+
     /** Whether nobody holds the lock in Redis now (either side, for the read-write lock). */
     boolean freeInRedis() {
         return !world.server.redis.exists(NAME);
@@ -154,7 +164,7 @@ final class LockSimulation extends Simulation {
             return;
         }
         if (waiting) {
-            o.clock.start(freeInRedis());
+            o.clock.start(freeInRedis() && (o.write || !writerWaits()));
         } else {
             o.clock.end();
         }
@@ -216,6 +226,11 @@ final class LockSimulation extends Simulation {
 
     /** One async owner: one operation at a time, as a request handler does. */
     final class Owner extends BaseActor {
+        @Override
+        SimClient.Clock process() {
+            return client.clock;
+        }
+
         final SimClient client;
         final long ownerId;
         /** The lock this operation uses: the kind's lock, or the read or the write side. */
@@ -378,7 +393,7 @@ final class LockSimulation extends Simulation {
                 // One in four runs long (up to 400 ms, past a short watchdog's lease): only its
                 // renewals keep it, and its scope must stop it before Redis lets the lease go.
                 long holdMicros = world.rnd.nextInt(4) == 0 ? world.micros(0, 400_000) : world.micros(0, 3_000);
-                world.at(holdMicros, "scoped work ends", () -> work.complete("done"));
+                later(holdMicros, "scoped work ends", () -> work.complete("done"));
                 return work;
             }).toCompletableFuture();
             int giveUp = world.rnd.nextInt(8);
@@ -438,7 +453,7 @@ final class LockSimulation extends Simulation {
             }
             doing = "holding (" + how + ")";
             boolean reenter = how.endsWith("re-entered");
-            world.at(world.micros(0, 3_000), "hold", () -> {
+            later(world.micros(0, 3_000), "hold", () -> {
                 if (reenter) {
                     lock.lockAsync(ownerId).whenComplete((v, e) -> {
                         Throwable t = unwrap(e);
@@ -507,7 +522,7 @@ final class LockSimulation extends Simulation {
                 Throwable e = unwrap(error);
                 if (e instanceof RedisUnavailableException && !(e instanceof dev.baton.ReplicaSyncException)) {
                     world.note(this + " unlock unconfirmed, calling it again: " + e.getMessage());
-                    world.at(world.micros(0, 2_000), "unlock again", this::release);
+                    later(world.micros(0, 2_000), "unlock again", this::release);
                     return;
                 }
                 boolean reported = lossReported(client.id + ":" + ownerId, grantedAt);

@@ -80,6 +80,11 @@ final class MultiLockSimulation extends Simulation {
 
     /** One async owner: one operation at a time, over a subset of the members. */
     final class Owner extends BaseActor {
+        @Override
+        SimClient.Clock process() {
+            return client.clock;
+        }
+
         final SimClient client;
         final long ownerId;
         final List<BatonLock> members;
@@ -159,7 +164,7 @@ final class MultiLockSimulation extends Simulation {
                     long wait = 20 + world.rnd.nextInt(80);
                     CompletableFuture<Boolean> f = (multi != null ? multi.tryLockAsync(wait, -1, TimeUnit.MILLISECONDS, ownerId)
                             : single.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId)).toCompletableFuture();
-                    world.at(world.micros(0, 3_000), "caller completes", () -> f.complete(false));
+                    later(world.micros(0, 3_000), "caller completes", () -> f.complete(false));
                     boolean fromCallback = world.rnd.nextBoolean();
                     acquire("tryLockAsync(" + wait + " ms) completed false by its caller"
                             + (fromCallback ? ", next call from its callback" : ""), chosen, multi, single, f, wait, 0, fromCallback);
@@ -254,7 +259,7 @@ final class MultiLockSimulation extends Simulation {
                 }
             }
             doing = "holding " + names(chosen);
-            world.at(world.micros(0, 3_000), "hold", () -> release(multi, single));
+            later(world.micros(0, 3_000), "hold", () -> release(multi, single));
         }
 
         void release(BatonMultiLock multi, BatonLock single) {
@@ -268,7 +273,7 @@ final class MultiLockSimulation extends Simulation {
                 Throwable e = unwrap(error);
                 if (e instanceof RedisUnavailableException && !(e instanceof dev.baton.ReplicaSyncException)) {
                     world.note(this + " unlock unconfirmed, calling it again: " + e.getMessage());
-                    world.at(world.micros(0, 2_000), "unlock again", () -> release(multi, single));
+                    later(world.micros(0, 2_000), "unlock again", () -> release(multi, single));
                     return;
                 }
                 boolean reported = lossReported(field(), grantedAt);

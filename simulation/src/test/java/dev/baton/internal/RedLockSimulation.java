@@ -48,7 +48,7 @@ final class RedLockSimulation extends Simulation {
             List<SimClient> perMaster = new ArrayList<>(List.of(base));
             for (int m = 2; m <= MASTERS; m++) {
                 SimClient c = new SimClient(world, world.server("m" + m), base.id, base.id + "@m" + m, faults, COMMAND_TIMEOUT,
-                        WATCHDOG, lossListener());
+                        WATCHDOG, lossListener(), base.clock);
                 clients.add(c);
                 perMaster.add(c);
             }
@@ -111,6 +111,11 @@ final class RedLockSimulation extends Simulation {
 
     /** One async owner of one application: one operation at a time. */
     final class Owner extends BaseActor {
+        @Override
+        SimClient.Clock process() {
+            return perMaster.get(0).clock;
+        }
+
         final String app;
         final List<SimClient> perMaster;
         final RedLock shared;
@@ -205,7 +210,7 @@ final class RedLockSimulation extends Simulation {
                 }
             }
             doing = "holding (" + how + ")";
-            world.at(world.micros(0, 3_000), "hold", world.rnd.nextInt(4) == 0 ? this::reenter : this::release);
+            later(world.micros(0, 3_000), "hold", world.rnd.nextInt(4) == 0 ? this::reenter : this::release);
         }
 
         /** While holding, takes the RedLock again (a re-entry); a refusal must leave the outer hold in place. */
@@ -246,7 +251,7 @@ final class RedLockSimulation extends Simulation {
                         return;
                     }
                 }
-                world.at(world.micros(0, 2_000), "hold", this::release);
+                later(world.micros(0, 2_000), "hold", this::release);
             });
         }
 
@@ -261,7 +266,7 @@ final class RedLockSimulation extends Simulation {
                 Throwable e = unwrap(error);
                 if (e instanceof RedisUnavailableException) {
                     world.note(this + " unlock unconfirmed, calling it again: " + e.getMessage());
-                    world.at(world.micros(0, 2_000), "unlock again", this::release);
+                    later(world.micros(0, 2_000), "unlock again", this::release);
                     return;
                 }
                 // A release that lands after the leases ran out (it sat in a stalled or dropped

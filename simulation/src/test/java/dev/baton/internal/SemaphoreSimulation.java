@@ -82,6 +82,11 @@ final class SemaphoreSimulation extends Simulation {
 
     /** One actor: takes 1 or 2 permits, holds them, releases them; one operation at a time. */
     final class Taker extends BaseActor {
+        @Override
+        SimClient.Clock process() {
+            return client.clock;
+        }
+
         final SimClient client;
         final int index;
         final BatonSemaphore semaphore;
@@ -159,7 +164,7 @@ final class SemaphoreSimulation extends Simulation {
                     return;
                 }
                 doing = "holding " + k;
-                world.at(world.micros(0, 3_000), "hold", () -> release(k));
+                later(world.micros(0, 3_000), "hold", () -> release(k));
             });
         }
 

@@ -59,6 +59,8 @@ final class SimWire {
     /** The command connection. */
     static final class Commands implements InvocationHandler {
         private final SimWorld world;
+        /** The client process this connection delivers to: what it receives waits out the process's pauses. */
+        private final SimClient.Clock process;
         /** The simulated Redis this connection talks to. */
         private final SimWorld.Server server;
         private final String name;
@@ -94,11 +96,12 @@ final class SimWire {
 
         @SuppressWarnings("unchecked")
         Commands(SimWorld world, String name, Faults faults) {
-            this(world, world.server, name, faults);
+            this(world, world.server, name, faults, new SimClient.Clock(world));
         }
 
-        Commands(SimWorld world, SimWorld.Server server, String name, Faults faults) {
+        Commands(SimWorld world, SimWorld.Server server, String name, Faults faults, SimClient.Clock process) {
             this.world = world;
+            this.process = process;
             this.server = server;
             this.name = name;
             this.faults = faults;
@@ -206,7 +209,7 @@ final class SimWire {
             }
             long delay = world.micros(20, 300);
             lastReply = Math.max(lastReply, world.now() + delay);
-            world.at(lastReply - world.now(), "reply", () -> reply(f, answer));
+            process.at(lastReply - world.now(), "reply", () -> reply(f, answer));
         }
 
         private void reply(InFlight f, Object answer) {
@@ -258,6 +261,8 @@ final class SimWire {
     /** The pub/sub connection. */
     static final class PubSub implements InvocationHandler {
         private final SimWorld world;
+        /** The client process this connection delivers to: what it receives waits out the process's pauses. */
+        private final SimClient.Clock process;
         /** The simulated Redis this connection talks to. */
         private final SimWorld.Server server;
         private final String name;
@@ -275,11 +280,12 @@ final class SimWire {
 
         @SuppressWarnings("unchecked")
         PubSub(SimWorld world, String name, Faults faults) {
-            this(world, world.server, name, faults);
+            this(world, world.server, name, faults, new SimClient.Clock(world));
         }
 
-        PubSub(SimWorld world, SimWorld.Server server, String name, Faults faults) {
+        PubSub(SimWorld world, SimWorld.Server server, String name, Faults faults, SimClient.Clock process) {
             this.world = world;
+            this.process = process;
             this.server = server;
             this.name = name;
             this.faults = faults;
@@ -368,7 +374,7 @@ final class SimWire {
                     counts.add(subscribe ? server.subscribe(this, channel) : server.unsubscribe(this, channel));
                 }
                 lastIn = Math.max(lastIn, world.now() + world.micros(20, 300));
-                world.at(lastIn - world.now(), "confirm", () -> {
+                process.at(lastIn - world.now(), "confirm", () -> {
                     if (at != epoch) {
                         return;
                     }
@@ -409,7 +415,7 @@ final class SimWire {
                     return;
                 }
                 lastIn = Math.max(lastIn, world.now() + world.micros(20, 300));
-                world.at(lastIn - world.now(), "pong", () -> {
+                process.at(lastIn - world.now(), "pong", () -> {
                     if (at != epoch) {
                         return;
                     }
@@ -428,7 +434,7 @@ final class SimWire {
             int at = epoch;
             lastIn = Math.max(lastIn, world.now() + world.micros(20, 300));
             boolean lost = faults.messageLoss() > 0 && !world.calm && world.chance(faults.messageLoss());
-            world.at(lastIn - world.now(), "message", () -> {
+            process.at(lastIn - world.now(), "message", () -> {
                 if (at != epoch || lost) {
                     world.note(name + " lost message " + channel + " " + message);
                     return;

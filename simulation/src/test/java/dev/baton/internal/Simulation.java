@@ -58,6 +58,27 @@ abstract class Simulation {
             return doing;
         }
 
+        /** The client process this actor runs in (its pauses extend the actor's bounds), or null. */
+        SimClient.Clock process() {
+            return null;
+        }
+
+        /** How long the actor's process has been paused since {@code from} (world time). */
+        long pausedSince(long from) {
+            SimClient.Clock p = process();
+            return p == null ? 0 : p.pausedBetween(from, world.now());
+        }
+
+        /** Runs {@code run} in the actor's process after {@code delayNanos} (held through its pauses). */
+        void later(long delayNanos, String what, Runnable run) {
+            SimClient.Clock p = process();
+            if (p == null) {
+                world.at(delayNanos, what, run);
+            } else {
+                p.at(delayNanos, what, run);
+            }
+        }
+
         /** Marks the actor idle if the run is stopping; whether it did. */
         boolean stopIfStopping() {
             if (stopping) {
@@ -83,7 +104,7 @@ abstract class Simulation {
                 return;
             }
             doing = "pausing";
-            world.at(world.micros(0, 1_000), "next", this::next);
+            later(world.micros(0, 1_000), "next", this::next);
         }
 
         /**
@@ -92,7 +113,7 @@ abstract class Simulation {
          * own business: ending that one leaves Baton's call running, as with any future.)
          */
         void endedByCaller(java.util.concurrent.CompletableFuture<?> f, boolean cancel) {
-            world.at(world.micros(0, cancel ? 3_000 : 20_000), "caller ends", () -> {
+            later(world.micros(0, cancel ? 3_000 : 20_000), "caller ends", () -> {
                 if (cancel) {
                     f.cancel(true);
                 } else {
@@ -104,8 +125,11 @@ abstract class Simulation {
         /** A call's time against its bound ({@code bound} < 0: none). */
         void checkBound(String how, long asked, long bound) {
             long took = world.now() - asked;
-            if (bound >= 0 && took > bound) {
-                violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs");
+            // A process that was paused could not end the call: the bound runs on its running time.
+            long paused = pausedSince(asked);
+            if (bound >= 0 && took > bound + paused) {
+                violation(this + ": " + how + " took " + took / 1000 + " µs, bound " + bound / 1000 + " µs"
+                        + (paused > 0 ? " + " + paused / 1000 + " µs its process was paused" : ""));
             }
         }
 
@@ -195,7 +219,8 @@ abstract class Simulation {
         }
 
         private void judge() {
-            if (thereSince >= 0 && world.now() - thereSince > bound) {
+            long paused = thereSince >= 0 && actor instanceof BaseActor b ? b.pausedSince(thereSince) : 0;
+            if (thereSince >= 0 && world.now() - thereSince > bound + paused) {
                 violation(actor + " waited " + (world.now() - thereSince) / 1000 + " µs while " + there + " (bound "
                         + bound / 1000 + " µs): a wake-up lost");
                 thereSince = -1;
@@ -227,7 +252,9 @@ abstract class Simulation {
     private final long runNanos;
     /** The longest gap between two flushes of the script cache during the run, in µs; 0: never flushed. */
     final long scriptFlushMaxMicros;
-    /** Draws the flushes' times: a stream of its own (see the constructor). */
+    /** The longest gap between two pauses of one client process, in µs; 0: processes never pause. */
+    final long pauseEveryMaxMicros;
+    /** Draws the flushes' times and the processes' shapes: a stream of its own (see the constructor). */
     private final java.util.Random flushes;
     /** Set when the run ends: actors finish what they are doing and stop. */
     boolean stopping;
@@ -260,11 +287,29 @@ abstract class Simulation {
         // stream, so the seed's other draws stay as they were.
         flushes = new java.util.Random(new java.util.SplittableRandom(seed).split().nextLong());
         scriptFlushMaxMicros = flushes.nextInt(3) == 0 ? 1_000 + flushes.nextInt(14_000) : 0;
-        world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms"
-                + (scriptFlushMaxMicros > 0 ? ", script cache flushed every 1 ms to " + scriptFlushMaxMicros / 1000 + " ms" : ""));
+        // The client processes (issue 46: client and server shared one clock, and no process
+        // ever paused). One seed in three gives each process a clock of its own that drifts from
+        // Redis's by up to 0.5 % either way (the leases' allowances are 1 %), from its own origin;
+        // one in four pauses each process for 1-10 ms, 2 to 5-60 ms after its last pause ended
+        // (less than any lease the runs use: a pause longer than the lease is what Baton cannot
+        // promise, guarantees.md). Drawn from the same stream as
+        // the flushes, so the seed's other draws stay as they were.
+        boolean drifts = flushes.nextInt(3) == 0;
+        pauseEveryMaxMicros = flushes.nextInt(4) == 0 ? 5_000 + flushes.nextInt(55_000) : 0;
+        StringBuilder shape = new StringBuilder();
         for (String id : List.of("a", "b")) {
-            clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, watchdog, lossListener()));
+            SimClient.Clock process = new SimClient.Clock(world);
+            if (drifts) {
+                double rate = 1 + (flushes.nextDouble() * 2 - 1) * 0.005;
+                long origin = (long) (flushes.nextDouble() * 1e12);
+                process = new SimClient.Clock(world, rate, origin);
+                shape.append(String.format(java.util.Locale.ROOT, ", client %s's clock runs at %.4f", id, rate));
+            }
+            clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, watchdog, lossListener(), process));
         }
+        world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms"
+                + (scriptFlushMaxMicros > 0 ? ", script cache flushed every 1 ms to " + scriptFlushMaxMicros / 1000 + " ms" : "")
+                + shape + (pauseEveryMaxMicros > 0 ? ", each process paused for 1-10 ms every 2 to " + pauseEveryMaxMicros / 1000 + " ms" : ""));
     }
 
     /** What every client reports a lost lease to: the trace, and the time of the owner's last report. */
@@ -324,6 +369,13 @@ abstract class Simulation {
         if (scriptFlushMaxMicros > 0) {
             flushLater();
         }
+        if (pauseEveryMaxMicros > 0) {
+            for (SimClient c : List.copyOf(clients)) {
+                if (c.commands != null && clients.stream().filter(o -> o.clock == c.clock).findFirst().orElse(c) == c) {
+                    pauseLater(c); // once per process (a RedLock's clients of one process share its clock)
+                }
+            }
+        }
         world.runUntil(runNanos, () -> stopped());
         stopping = true;
         world.calm = true;
@@ -354,6 +406,22 @@ abstract class Simulation {
             if (!stopping) {
                 world.flushScripts();
                 flushLater();
+            }
+        });
+    }
+
+    /**
+     * The next pause of {@code c}'s process, 2 ms to {@link #pauseEveryMaxMicros} from now, for 1
+     * to 10 ms (shorter than the shortest lease a run asks for, 20 ms), while the run lasts; the
+     * one after it is drawn once it has ended.
+     */
+    private void pauseLater(SimClient c) {
+        long delayMicros = 2_000 + (long) (flushes.nextDouble() * (pauseEveryMaxMicros - 2_000));
+        long forNanos = java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(1_000 + flushes.nextInt(9_000));
+        world.at(java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(delayMicros), "process pause", () -> {
+            if (!stopping) {
+                c.clock.pause(forNanos, "client " + c.id);
+                world.at(forNanos, "next pause drawn", () -> pauseLater(c));
             }
         });
     }

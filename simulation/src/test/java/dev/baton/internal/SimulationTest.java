@@ -81,6 +81,9 @@ class SimulationTest {
         long passed = 0;
         long steps = 0;
         long flushedSeeds = 0;
+        long driftSeeds = 0;
+        long pauseSeeds = 0;
+        long pausedMicros = 0;
         long noScripts = 0;
         Map<String, Integer> findings = new TreeMap<>();
         long cannotPromise = 0;
@@ -94,6 +97,9 @@ class SimulationTest {
             passed += sim.passedOn;
             steps += sim.world.steps();
             flushedSeeds += sim.scriptFlushMaxMicros > 0 ? 1 : 0;
+            driftSeeds += sim.clients.stream().anyMatch(c -> c.clock.drifts()) ? 1 : 0;
+            pauseSeeds += sim.pauseEveryMaxMicros > 0 ? 1 : 0;
+            pausedMicros += sim.clients.stream().mapToLong(c -> c.clock.pausedBetween(0, Long.MAX_VALUE)).sum() / 1000;
             noScripts += sim.world.noScripts();
             if (!sim.cannotPromise.isEmpty() && cannotPromise++ < 3) {
                 System.out.println("[sim " + kind + "] seed " + seed + " met what Baton cannot promise (a late copy of a"
@@ -128,6 +134,9 @@ class SimulationTest {
                 + " copy and went unjudged, more than the cap of " + lateCopyCap(seeds) + " (" + LATE_COPY_SHARE_PERCENT
                 + " %); the first are printed above");
         assertEquals(Map.of(), findings, kind + ": the survey's findings");
+        if (pauseSeeds >= 10) {
+            assertTrue(pausedMicros > 0, kind + ": " + pauseSeeds + " seeds drew process pauses, and no process paused");
+        }
         if (flushedSeeds >= 10) {
             // A fault that never bit checked nothing: flushes must have made clients re-send as EVAL.
             assertTrue(noScripts > flushedSeeds, kind + ": only " + noScripts + " NOSCRIPT replies in " + flushedSeeds
@@ -140,11 +149,13 @@ class SimulationTest {
             assertTrue(passed > 0, "no semaphore wait passed a wake-up on in " + seeds + " seeds");
         }
         System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants%s, %d events,"
-                        + " %d seeds flushed the script cache (%d NOSCRIPT replies),"
+                        + " %d seeds flushed the script cache (%d NOSCRIPT replies), %d drifted the clients' clocks, %d paused their processes"
+                        + " (%d ms paused in all),"
                         + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n",
                 kind, seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants,
                 kind.equals("semaphore") ? " (" + handed + " handed over in the client; " + quiet + " waits parked on a quiet"
-                        + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, flushedSeeds, noScripts,
+                        + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, flushedSeeds, noScripts, driftSeeds, pauseSeeds,
+                pausedMicros / 1000,
                 cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }
