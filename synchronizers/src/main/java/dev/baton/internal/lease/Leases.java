@@ -430,6 +430,11 @@ public final class Leases {
 
     /** A held lease was lost for {@code cause}: move it to the lost memory and say so loudly. */
     public void lost(Lease lease, BatonObserver.LossCause cause, String reason) {
+        // Renewed no more, whoever found the loss (the watchdog's own finding has unregistered it
+        // already; a re-entry or an updateLease that found it gone has not): a lost lease still
+        // renewed would keep alive, for nobody and for ever, a hold that a late copy of one of
+        // its owner's acquisitions wrote again (the simulation found it, read-write seed 405).
+        registry.unregister(lease);
         Key k = new Key(lease.key, lease.owner);
         if (!live.remove(k, lease)) {
             return;
