@@ -77,6 +77,36 @@ class AsyncOwnerTest extends TwoClientsTest {
     }
 
     /**
+     * An owner that re-enters and, before the re-entry is answered, unlocks the hold it had
+     * (async code that reuses one owner id across overlapping calls, as the multi-lock storm of
+     * issue 45 did): Redis runs the re-entry first (2 holds), then the unlock (1 left). The one
+     * left is the re-entry's: it stays held and counted once, and the owner's next unlock frees
+     * the lock. Before, the unlock took the hold left for a stray and gave it back, while the
+     * client counted two: the re-entry's caller held nothing, and its unlock reported a loss.
+     */
+    @Test
+    void anUnlockSentWhileTheOwnersReEntryIsInFlightLeavesTheReEntrysHold() throws Exception {
+        BatonLock lock = a.lock("unlock-beside-re-entry");
+        for (int round = 0; round < 20; round++) {
+            long owner = Baton.newOwnerId();
+            lock.lockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+            String field = a.clientId() + ":" + owner;
+            // Both sent from this thread, in this order, on the client's one connection.
+            java.util.concurrent.CompletableFuture<Void> reEntry = lock.lockAsync(owner).toCompletableFuture();
+            java.util.concurrent.CompletableFuture<Void> unlock = lock.unlockAsync(owner).toCompletableFuture();
+            reEntry.get(5, TimeUnit.SECONDS);
+            unlock.get(5, TimeUnit.SECONDS);
+            assertEquals("1", redis.command("HGET", "unlock-beside-re-entry", field),
+                    "round " + round + ": the re-entry's hold, once, in Redis (the client counts " + lock.getHoldCount(owner)
+                            + "; hash " + redis.command("HGETALL", "unlock-beside-re-entry") + ")");
+            assertEquals(1, lock.getHoldCount(owner), "round " + round + ": one hold counted");
+            lock.unlockAsync(owner).toCompletableFuture().get(5, TimeUnit.SECONDS);
+            assertFalse(lock.isLocked(), "round " + round + ": free after the re-entry's unlock");
+            assertEquals(0, a.leasesHeld(), "round " + round);
+        }
+    }
+
+    /**
      * The same with a third acquisition of the owner waiting its turn behind the first: the
      * re-entry from the first's grant does not wait behind it (a review found it ended false).
      */

@@ -259,6 +259,19 @@ public final class Leases {
         }));
     }
 
+    /**
+     * The owner's releases of {@code key} sent and not answered yet, as one future that completes
+     * (never exceptionally) when all are answered or failed; {@code null} when there are none.
+     */
+    public CompletableFuture<?> releasesInFlight(String key, String owner) {
+        List<CompletableFuture<?>> pending = new ArrayList<>();
+        releasing.computeIfPresent(new Key(key, owner), (x, inFlight) -> {
+            inFlight.forEach(f -> pending.add(f.handle((ok, e) -> null)));
+            return inFlight;
+        });
+        return pending.isEmpty() ? null : CompletableFuture.allOf(pending.toArray(CompletableFuture[]::new));
+    }
+
     /** A settled acquisition leaves its owner's line; the ones whose earlier entries have all settled get their turn. */
     private void leave(Key k, AcquireEngine.Acquisition settled) {
         List<CompletableFuture<Void>> turns = new ArrayList<>();

@@ -631,6 +631,19 @@ public class RedisLock implements BatonLock {
         @Override
         public CompletableFuture<AcquireEngine.Outcome> attempt() {
             services.checkOpen();
+            // The owner's releases of this lock still unanswered go first: one sent while this
+            // acquisition waited for its turn, or between its attempts, would otherwise race
+            // this attempt to Redis (see releaseInOrder).
+            CompletableFuture<?> releases = services.leases().releasesInFlight(name, ordered);
+            if (releases != null) {
+                return releases.thenCompose(x -> attemptNow());
+            }
+            return attemptNow();
+        }
+
+        private CompletableFuture<AcquireEngine.Outcome> attemptNow() {
+            services.checkOpen();
+            Lease seen = services.leases().get(name, owner);
             heldBefore = services.leases().holds(name, owner);
             long sent = services.leases().nanoTime();
             return recipe.acquire(owner, heldBefore, lease.ms(), willWait).thenApply(grant -> {
@@ -640,8 +653,12 @@ public class RedisLock implements BatonLock {
                 if (grant.granted()) {
                     // More holds in Redis than this owner's calls made (a late copy of an earlier
                     // acquisition of the owner's re-entered this one): they are nobody's, and the
-                    // owner's final unlock gives them back too (see settle).
-                    int holds = Math.min(grant.holds(), heldBefore + 1);
+                    // owner's final unlock gives them back too (see settle). And holds whose
+                    // unlock the owner sent while this attempt was on its way (an unlock racing a
+                    // re-entry, the multi-lock storm's finding): Redis ran this attempt first and
+                    // counted them, their unlock takes them away after it, so they are not counted.
+                    int releasedMeanwhile = seen == null || seen.holds >= heldBefore ? 0 : heldBefore - seen.holds;
+                    int holds = Math.min(grant.holds(), heldBefore + 1) - releasedMeanwhile;
                     if (holds < grant.holds()) {
                         log.debug("'{}' by {}: {} holds in Redis for {} taken; the final unlock gives back the rest",
                                 name, owner, grant.holds(), holds);
@@ -702,10 +719,9 @@ public class RedisLock implements BatonLock {
 
         @Override
         public CompletableFuture<?> releaseGranted() {
-            CompletableFuture<Void> back = release(owner, true);
             // The owner's next acquisition waits for its answer, not only for its send: a
             // give-back refused with NOSCRIPT runs again a round trip later (Leases.acquiring).
-            services.leases().releasing(name, ordered, back);
+            CompletableFuture<Void> back = releaseInOrder(owner, ordered, true);
             return back.exceptionally(e -> {
                 log.debug("giving back a late grant of '{}' by {} failed", name, owner, e);
                 return null;
@@ -733,8 +749,29 @@ public class RedisLock implements BatonLock {
      */
     public CompletableFuture<Void> giveBackAsync(long ownerId) {
         services.checkOpen();
-        CompletableFuture<Void> released = release(owner(ownerId), true);
-        services.leases().releasing(name, Names.owner(services.clientId(), ownerId), released);
+        return releaseInOrder(owner(ownerId), Names.owner(services.clientId(), ownerId), true);
+    }
+
+    /**
+     * Releases one hold of {@code owner}, registered as the owner's release in flight
+     * (Leases.releasing, keyed by {@code ordered}) before the hold count changes: an attempt of
+     * the owner's that reads the lowered count also finds the release, and waits for its answer
+     * before it is sent (LockAttempt.attempt). Registered only after the send, an attempt on
+     * another thread could read the lowered count and reach Redis first, which took the hold
+     * being released for a re-sent copy of that attempt and granted it, and the release then
+     * left the owner holding nothing (AsyncOwnerTest, an unlock beside a re-entry).
+     */
+    private CompletableFuture<Void> releaseInOrder(String owner, String ordered, boolean cleanup) {
+        CompletableFuture<Void> answered = new CompletableFuture<>();
+        services.leases().releasing(name, ordered, answered);
+        CompletableFuture<Void> released;
+        try {
+            released = release(owner, cleanup);
+        } catch (RuntimeException e) {
+            answered.complete(null);
+            throw e;
+        }
+        released.whenComplete((ok, e) -> answered.complete(null));
         return released;
     }
 
@@ -770,11 +807,9 @@ public class RedisLock implements BatonLock {
 
     private CompletableFuture<Void> release(long ownerId) {
         services.checkOpen();
-        CompletableFuture<Void> released = release(owner(ownerId), false);
         // Until it is answered, the owner's next acquisition of this lock waits for it (keyed as
         // acquisitions are: Leases.acquiring), so it can never run after that acquisition.
-        services.leases().releasing(name, Names.owner(services.clientId(), ownerId), released);
-        return released;
+        return releaseInOrder(owner(ownerId), Names.owner(services.clientId(), ownerId), false);
     }
 
     /**
@@ -832,6 +867,15 @@ public class RedisLock implements BatonLock {
                         ? " (renewal has stopped, so the lock also ends when its lease runs out)" : ""), cause);
             }
             long left = delivered.value();
+            Lease now = services.leases().get(name, owner);
+            if (heldBefore <= 1 && left > 0 && now != null && now != lease) {
+                // Holds left after the owner's last one was released, and a newer lease of the
+                // owner's: a re-entry sent before this unlock and granted first (Redis ran it
+                // first). Those holds are that lease's, counted there; given back as strays, they
+                // would be taken from under their caller (the multi-lock storm's finding).
+                services.leases().released(lease, recipe.kind());
+                return CompletableFuture.<Void>completedFuture(null);
+            }
             if (heldBefore <= 1 && left > 0) {
                 // The owner's last hold is released, yet Redis keeps holds for it: nobody's (a late
                 // copy of an earlier acquisition of the owner's landed during this hold). Given back
@@ -878,8 +922,10 @@ public class RedisLock implements BatonLock {
             if (left == 0) {
                 services.leases().released(lease, recipe.kind());
             } else {
-                // The owner's own count: holds Redis keeps beyond it are nobody's (see giveBackStray).
-                lease.holds = (int) Math.min(left, heldBefore - 1);
+                // The owner's own count, as it stands now (other unlocks sent since lowered it,
+                // a re-entry granted since raised it): holds Redis keeps beyond it are nobody's
+                // (see giveBackStray).
+                lease.holds = (int) Math.min(left, lease.holds);
             }
             return;
         }
