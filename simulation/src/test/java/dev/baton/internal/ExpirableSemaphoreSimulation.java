@@ -49,6 +49,11 @@ final class ExpirableSemaphoreSimulation extends Simulation {
     }
 
     @Override
+    java.util.Set<dev.baton.testkit.UserPattern> covered() {
+        return java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT, dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL, dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT, dev.baton.testkit.UserPattern.MULTI_PERMIT, dev.baton.testkit.UserPattern.FIXED_LEASE, dev.baton.testkit.UserPattern.LEASE_UPDATED);
+    }
+
+    @Override
     void setUp() {
         setKey(NAME, PERMITS);
     }
@@ -151,6 +156,14 @@ final class ExpirableSemaphoreSimulation extends Simulation {
             int k = 1 + world.rnd.nextInt(2);
             long lease = world.rnd.nextInt(3) == 0 ? -1 : 20 + world.rnd.nextInt(LONGEST_LEASE_MS - 20);
             int op = world.rnd.nextInt(6);
+            ran(op == 0 ? dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT : op <= 3 ? dev.baton.testkit.UserPattern.LONG_WAIT : op == 4 ? dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL
+                    : dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT);
+            if (k > 1) {
+                ran(dev.baton.testkit.UserPattern.MULTI_PERMIT);
+            }
+            if (lease > 0) {
+                ran(dev.baton.testkit.UserPattern.FIXED_LEASE);
+            }
             switch (op) {
                 case 0 -> {
                     long wait = world.rnd.nextInt(6);
@@ -240,6 +253,7 @@ final class ExpirableSemaphoreSimulation extends Simulation {
 
         /** Gives the first held permit a new lease (50 ms, or none): it must still be held if it had none. */
         void updateLease() {
+            ran(dev.baton.testkit.UserPattern.LEASE_UPDATED);
             if (held.isEmpty()) {
                 return;
             }

@@ -79,6 +79,11 @@ final class LatchSimulation extends Simulation {
     }
 
     @Override
+    java.util.Set<dev.baton.testkit.UserPattern> covered() {
+        return java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT, dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL, dev.baton.testkit.UserPattern.REARM_RIGHT_AFTER_ZERO);
+    }
+
+    @Override
     void setUp() {
         setKey(NAME, counts.get(0));
     }
@@ -135,6 +140,7 @@ final class LatchSimulation extends Simulation {
             }
             operations++;
             int op = world.rnd.nextInt(5);
+            ran(op == 1 ? dev.baton.testkit.UserPattern.LONG_WAIT : op == 2 ? dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL : dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT);
             if (op == 0 && !rearming && countDownsCalled < count()) {
                 countDown();
                 return;
@@ -205,6 +211,7 @@ final class LatchSimulation extends Simulation {
 
         /** Arms the next round, as a coordinator does the moment a round reaches zero. */
         void rearm() {
+            ran(dev.baton.testkit.UserPattern.REARM_RIGHT_AFTER_ZERO);
             int next = counts.get(round);
             doing = "trySetCount";
             world.note(this + " calls trySetCountAsync(" + next + ") for round " + (round + 1));

@@ -3,6 +3,7 @@ package dev.baton.internal;
 import dev.baton.BatonLock;
 import dev.baton.LeaseLostException;
 import dev.baton.RedisUnavailableException;
+import dev.baton.testkit.UserPattern;
 
 import java.time.Duration;
 import java.util.List;
@@ -122,6 +123,15 @@ final class LockSimulation extends Simulation {
         }
     }
 
+    /**
+     * Whether this run's stalls can outlast a watchdog lease between two renewals (a stall of two
+     * thirds of the watchdog after a renewal): then a hold can run out in Redis with nobody told
+     * in time and nobody else taking it (the short-watchdog runs), and an unlock may find it gone.
+     */
+    boolean stallsOutlastLeases() {
+        return TimeUnit.MICROSECONDS.toNanos(faults.stallMaxMicros()) >= watchdog.toNanos() * 2 / 3;
+    }
+
     /** The highest fencing token granted so far (fenced lock), and by whom. */
     private long highestToken = Long.MIN_VALUE;
     private String highestTokenBy;
@@ -180,6 +190,34 @@ final class LockSimulation extends Simulation {
     @Override
     List<Owner> actors() {
         return owners;
+    }
+
+    @Override
+    java.util.Set<UserPattern> covered() {
+        java.util.Set<UserPattern> c = java.util.EnumSet.of(UserPattern.SHORT_TIMED_WAIT, UserPattern.LONG_WAIT,
+                UserPattern.FIXED_LEASE, UserPattern.GIVEN_UP_BY_CANCEL, UserPattern.GIVEN_UP_BY_OR_TIMEOUT,
+                UserPattern.NEXT_CALL_IN_CALLBACK, UserPattern.REENTRY, UserPattern.SCOPED_WORK, UserPattern.SCOPED_WORK_LONG,
+                UserPattern.FORCE_UNLOCK);
+        if (kind.equals("readWriteLock")) {
+            c.add(UserPattern.DOWNGRADE);
+        }
+        return c;
+    }
+
+    /**
+     * The forceUnlock calls so far, each {sent, until} in world time: until its reply, or, with
+     * none, as long as a copy of it may still run (a command timeout and the longest stall).
+     */
+    private final List<long[]> forces = new java.util.ArrayList<>();
+
+    /** Whether a forceUnlock may have run in Redis since {@code since} (it may have ended a hold taken since). */
+    boolean forcedSince(long since) {
+        for (long[] f : forces) {
+            if (f[1] >= since) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -286,11 +324,13 @@ final class LockSimulation extends Simulation {
             }
             operations++;
             askedAt = world.now();
+            token = -1;
             write = shared == null || world.rnd.nextInt(3) == 0;
             lock = write ? exclusive : shared;
-            int op = world.rnd.nextInt(9);
+            int op = world.rnd.nextInt(10);
             switch (op) {
                 case 0 -> {
+                    ran(UserPattern.LONG_WAIT);
                     if (lock instanceof dev.baton.BatonFencedLock fenced) {
                         acquire("lockAndGetTokenAsync()", fenced.lockAndGetTokenAsync(ownerId).thenApply(t -> {
                             token = t;
@@ -301,16 +341,19 @@ final class LockSimulation extends Simulation {
                     }
                 }
                 case 1 -> {
+                    ran(UserPattern.SHORT_TIMED_WAIT);
                     long wait = world.rnd.nextInt(6);
                     acquire("tryLockAsync(" + wait + " ms)", lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId), wait, 0);
                 }
                 case 2 -> {
+                    ran(UserPattern.LONG_WAIT);
                     long wait = 10 + world.rnd.nextInt(190);
                     acquire("tryLockAsync(" + wait + " ms)", lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId), wait, 0);
                 }
                 case 3 -> {
                     long wait = world.rnd.nextInt(100);
                     long lease = 200 + world.rnd.nextInt(800);
+                    ran(UserPattern.FIXED_LEASE);
                     if (lock instanceof dev.baton.BatonFencedLock fenced) {
                         acquire("tryLockAndGetTokenAsync(" + wait + " ms, lease " + lease + " ms)",
                                 fenced.tryLockAndGetTokenAsync(wait, lease, TimeUnit.MILLISECONDS, ownerId).thenApply(t -> {
@@ -322,22 +365,54 @@ final class LockSimulation extends Simulation {
                                 lock.tryLockAsync(wait, lease, TimeUnit.MILLISECONDS, ownerId), wait, lease);
                     }
                 }
-                case 4 -> acquire("tryLockAsync()", lock.tryLockAsync(ownerId), 0, 0);
+                case 4 -> {
+                    ran(UserPattern.SHORT_TIMED_WAIT);
+                    acquire("tryLockAsync()", lock.tryLockAsync(ownerId), 0, 0);
+                }
                 case 5, 6 -> {
                     // The future Baton returned, ended by its caller: cancel(), or its own timeout
                     // (orTimeout's shape). (A stage derived from it is the caller's own business:
                     // ending that one leaves Baton's acquisition running, as with any future.)
                     CompletableFuture<Void> f = lock.lockAsync(ownerId).toCompletableFuture();
+                    ran(op == 5 ? UserPattern.GIVEN_UP_BY_CANCEL : UserPattern.GIVEN_UP_BY_OR_TIMEOUT);
+                    // Half the time the owner's next call starts in this call's own callback, as
+                    // a retry written in whenComplete does (issue 45).
+                    nextInCallback = world.rnd.nextBoolean();
                     endedByCaller(f, op == 5);
                     acquire(op == 5 ? "lockAsync() cancelled" : "lockAsync() timed out by its caller", f.thenApply(v -> true), -1, 0);
                 }
                 case 8 -> scoped();
+                case 9 -> forceUnlock();
                 default -> {
                     long wait = world.rnd.nextInt(30);
                     acquire("tryLockAsync(" + wait + " ms), re-entered", lock.tryLockAsync(wait, TimeUnit.MILLISECONDS, ownerId),
                             wait, 0);
                 }
             }
+        }
+
+        /**
+         * An operator's (or a stuck job's cleaner's) forceUnlock, on whatever state the lock is
+         * in: it ends any hold, and a waiter must then be woken as by a release. What it ends is
+         * not judged as a lost hold: the holder's unlock may fail, its grant may find itself
+         * gone, its scoped work may be told late.
+         */
+        void forceUnlock() {
+            ran(UserPattern.FORCE_UNLOCK);
+            doing = "forceUnlockAsync";
+            world.note(this + " calls forceUnlockAsync");
+            long[] window = {world.now(), Long.MAX_VALUE};
+            forces.add(window);
+            long asked = world.now();
+            lock.forceUnlockAsync().whenComplete((done, error) -> {
+                Throwable e = unwrap(error);
+                window[1] = e == null ? world.now()
+                        : asked + COMMAND_TIMEOUT.toNanos() + LONGEST_STALL.toNanos() + SLACK_NANOS;
+                if (ended("forceUnlockAsync", asked, boundOf(0), e) == null) {
+                    world.note(this + " forceUnlockAsync: " + done);
+                    pause();
+                }
+            });
         }
 
         void acquire(String how, java.util.concurrent.CompletionStage<Boolean> call, long waitMs, long lease) {
@@ -393,6 +468,7 @@ final class LockSimulation extends Simulation {
                 // One in four runs long (up to 400 ms, past a short watchdog's lease): only its
                 // renewals keep it, and its scope must stop it before Redis lets the lease go.
                 long holdMicros = world.rnd.nextInt(4) == 0 ? world.micros(0, 400_000) : world.micros(0, 3_000);
+                ran(holdMicros > TimeUnit.MILLISECONDS.toNanos(watchdog.toMillis() / 3) ? UserPattern.SCOPED_WORK_LONG : UserPattern.SCOPED_WORK);
                 later(holdMicros, "scoped work ends", () -> work.complete("done"));
                 return work;
             }).toCompletableFuture();
@@ -420,9 +496,9 @@ final class LockSimulation extends Simulation {
                     followsAbandoned = e instanceof CancellationException || e instanceof TimeoutException;
                     return;
                 }
-                boolean reported = lossReported(field(), grantedAt);
+                boolean reported = lossReportedForHold();
                 world.note(this + " " + how + " ended" + (e == null ? "" : ": " + e));
-                if (e == null && overtaken && !reported) {
+                if (e == null && overtaken && !reported && !forcedSince(askedAt)) {
                     violation(this + "'s scoped hold was overtaken by another grant, and withLockAsync ended normally"
                             + " with no loss reported");
                 } else if (e != null && !(e instanceof LeaseLostException || e instanceof CancellationException
@@ -441,6 +517,14 @@ final class LockSimulation extends Simulation {
             });
         }
 
+        /** Whether an unlock of the current hold was already told of its loss (a re-entered hold's next unlock is too). */
+        boolean lossTold;
+
+        /** Whether a loss of this owner's current hold was reported (a write hold's lease is the owner's "…:write" field's). */
+        boolean lossReportedForHold() {
+            return lossReported(field(), grantedAt) || lossReported(field() + ":write", grantedAt);
+        }
+
         /** The fencing token the running token call returned (fenced lock), or -1. */
         long token = -1;
 
@@ -453,8 +537,14 @@ final class LockSimulation extends Simulation {
             }
             doing = "holding (" + how + ")";
             boolean reenter = how.endsWith("re-entered");
+            if (reenter) {
+                ran(UserPattern.REENTRY);
+            }
+            boolean downgrade = !reenter && shared != null && write && world.rnd.nextInt(4) == 0;
             later(world.micros(0, 3_000), "hold", () -> {
-                if (reenter) {
+                if (downgrade) {
+                    downgrade();
+                } else if (reenter) {
                     lock.lockAsync(ownerId).whenComplete((v, e) -> {
                         Throwable t = unwrap(e);
                         if (t != null) {
@@ -471,15 +561,90 @@ final class LockSimulation extends Simulation {
             });
         }
 
+        /**
+         * A write hold downgraded, as Redisson's docs show it: the read side taken while the write
+         * side is held (granted at once: the owner's own write lets its read in), then the write
+         * side released; the owner goes on holding the read, and releases it later. Judged: the
+         * read hold is in Redis once the write is released (unless the hold was overtaken or forced).
+         */
+        void downgrade() {
+            ran(UserPattern.DOWNGRADE);
+            doing = "downgrading";
+            world.note(this + " downgrades: lockAsync on the read side while it holds the write side");
+            long asked = world.now();
+            shared.lockAsync(ownerId).whenComplete((v, error) -> {
+                Throwable e = unwrap(error);
+                if (e != null) {
+                    world.note(this + " downgrade's read acquire ended: " + e);
+                    if (!(e instanceof RedisUnavailableException || e instanceof LeaseLostException)) {
+                        violation(this + ": the read acquire of a downgrade threw " + e);
+                    }
+                    release(); // the write hold is still to be released
+                    return;
+                }
+                world.note(this + " holds the read side too; releasing the write side");
+                releaseWriteThenHoldRead(asked);
+            });
+        }
+
+        private void releaseWriteThenHoldRead(long asked) {
+            exclusive.unlockAsync(ownerId).whenComplete((v, error) -> {
+                checkBound("unlockAsync (downgrade)", world.now(), boundOf(0));
+                Throwable e = unwrap(error);
+                if (e instanceof RedisUnavailableException && !(e instanceof dev.baton.ReplicaSyncException)) {
+                    world.note(this + " downgrade's write unlock unconfirmed, calling it again: " + e.getMessage());
+                    later(world.micros(0, 2_000), "unlock again", () -> releaseWriteThenHoldRead(asked));
+                    return;
+                }
+                // As for any unlock (see release): a loss told only if it could have happened; a
+                // downgrade whose steps took a third of the watchdog may have let the lease run out.
+                boolean ranLate = world.now() - asked >= watchdog.toNanos() / 3 || stallsOutlastLeases();
+                if (e != null && !(overtaken || lossReportedForHold() || forcedSince(askedAt) || ranLate || leaseMs > 0)) {
+                    violation(this + ": the write unlock of a downgrade threw " + e + " for a hold nobody overtook");
+                }
+                boolean writeLost = e != null || overtaken || forcedSince(askedAt);
+                lock = shared;
+                write = false;
+                if (writeLost) {
+                    // Not a downgrade after all: the write hold was gone (overtaken, forced or run
+                    // out), and what ended it may have ended the read hold with it (a force
+                    // deletes every hold; a lease that ran out under stalls ran out for both).
+                    // Not judged further: the read's unlock may report the loss.
+                    world.note(this + "'s downgrade found its write hold lost; the read hold is not judged");
+                    holds = 1;
+                    overtaken = false;
+                    lossTold = true;
+                    doing = "holding (read, after a downgrade)";
+                    later(world.micros(0, 3_000), "hold", this::release);
+                    return;
+                }
+                holds = 1;
+                if (!forcedSince(asked) && heldInRedis(this) < 1) {
+                    violation(this + " downgraded, but Redis does not hold the read side for it: "
+                            + java.util.Arrays.toString(world.keyspace().get(NAME)));
+                    return;
+                }
+                doing = "holding (read, after a downgrade)";
+                later(world.micros(0, 3_000), "hold", this::release);
+            });
+        }
+
         /** Judges a grant (see the class comment) and marks the holds it overtook; false after a violation. */
         boolean grant(String how, long lease) {
             grants++;
             grantedAt = world.now();
+            lossTold = false;
             leaseMs = lease;
             overtaken = false;
             holds = 1;
             long inRedis = heldInRedis(this);
             world.note(this + " GRANTED by " + how + " (Redis: " + inRedis + ")");
+            if (inRedis < 1 && forcedSince(askedAt)) {
+                // Held for a moment: a forceUnlock since the call began ended it; the client still
+                // counts it, so the owner goes on to its unlock, which may fail (accepted: forced).
+                world.note(this + " granted by " + how + ", and a forceUnlock since its call began ended it already");
+                return true;
+            }
             if (inRedis < 1) {
                 violation(this + " was granted the " + (write ? "" : "read side of the ") + "lock by " + how
                         + " but Redis does not hold it for it: "
@@ -492,7 +657,7 @@ final class LockSimulation extends Simulation {
             }
             for (Owner other : owners) {
                 if (other != this && other.scope != null && !other.releasing && (write || other.write)
-                        && other.scope.isValid()) {
+                        && other.scope.isValid() && !forcedSince(other.askedAt)) {
                     violation(this + " was granted by " + how + " while " + other + "'s scoped work still had "
                             + other.scope.remaining().toNanos() / 1000 + " µs of validity");
                 }
@@ -525,16 +690,25 @@ final class LockSimulation extends Simulation {
                     later(world.micros(0, 2_000), "unlock again", this::release);
                     return;
                 }
-                boolean reported = lossReported(client.id + ":" + ownerId, grantedAt);
+                boolean reported = lossReportedForHold();
                 if (e == null) {
-                    if (overtaken && !reported) {
+                    if (overtaken && !reported && !forcedSince(askedAt)) {
                         violation(this + "'s hold was overtaken by another grant, and its unlock returned normally"
                                 + " with no loss reported");
                     }
                 } else if (e instanceof LeaseLostException || e instanceof IllegalMonitorStateException) {
                     world.note(this + " unlock: " + e);
-                    if (!overtaken && !(leaseMs > 0) && !reported && !(e instanceof LeaseLostException)) {
-                        violation(this + ": unlock of a hold nobody overtook threw " + e);
+                    boolean toldBefore = lossTold;
+                    lossTold = true;
+                    // Told of a loss: only if another grant overtook the hold, its fixed lease may
+                    // have run out, a loss was reported (the watchdog found the lease gone), a
+                    // forceUnlock ended it, or the unlock ran so late that the lease, no longer
+                    // renewed once a final unlock is sent, may have run out meanwhile (a third of
+                    // the watchdog: what is left of a lease renewed on time is at least two thirds)
+                    // (issue 46: any LeaseLostException used to pass).
+                    boolean ranLate = world.now() - asked >= watchdog.toNanos() / 3 || stallsOutlastLeases();
+                    if (!overtaken && !(leaseMs > 0) && !reported && !forcedSince(askedAt) && !ranLate && !toldBefore) {
+                        violation(this + ": unlock of a hold nobody overtook, forced or let run out threw " + e);
                     }
                 } else {
                     violation(this + ": unlock threw " + e);

@@ -47,6 +47,11 @@ final class MultiLockSimulation extends Simulation {
         return owners;
     }
 
+    @Override
+    java.util.Set<dev.baton.testkit.UserPattern> covered() {
+        return java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT, dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.FIXED_LEASE, dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL, dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_COMPLETE, dev.baton.testkit.UserPattern.NEXT_CALL_IN_CALLBACK, dev.baton.testkit.UserPattern.OVERLAPPING_MEMBER_SETS);
+    }
+
     /** A late acquire copy of the fair member queues a ghost waiter, kept for the fair waiter timeout. */
     @Override
     Duration settle() {
@@ -87,6 +92,8 @@ final class MultiLockSimulation extends Simulation {
 
         final SimClient client;
         final long ownerId;
+        /** The members of this owner's previous call (to count overlapping sets). */
+        List<Integer> lastChosen;
         final List<BatonLock> members;
 
         /** What it holds now (indexes into {@link #NAMES}), since when, and its state. */
@@ -132,6 +139,19 @@ final class MultiLockSimulation extends Simulation {
             BatonMultiLock multi = size > 1 ? new MultiLock(locks, client.clock) : null;
             BatonLock single = size == 1 ? locks.get(0) : null;
             int op = world.rnd.nextInt(8);
+            ran(switch (op) {
+                case 0 -> dev.baton.testkit.UserPattern.LONG_WAIT;
+                case 1, 7 -> dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT;
+                case 2 -> dev.baton.testkit.UserPattern.LONG_WAIT;
+                case 3 -> dev.baton.testkit.UserPattern.FIXED_LEASE;
+                case 4 -> dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL;
+                case 5 -> dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT;
+                default -> dev.baton.testkit.UserPattern.GIVEN_UP_BY_COMPLETE;
+            });
+            if (lastChosen != null && lastChosen.stream().anyMatch(chosen::contains) && !lastChosen.equals(chosen)) {
+                ran(dev.baton.testkit.UserPattern.OVERLAPPING_MEMBER_SETS);
+            }
+            lastChosen = List.copyOf(chosen);
             switch (op) {
                 case 0 -> acquire("lockAsync()", chosen, multi, single,
                         (multi != null ? multi.lockAsync(ownerId) : single.lockAsync(ownerId)).thenApply(v -> true), -1, 0);

@@ -74,6 +74,11 @@ final class RedLockSimulation extends Simulation {
     }
 
     @Override
+    java.util.Set<dev.baton.testkit.UserPattern> covered() {
+        return java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT, dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL, dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT, dev.baton.testkit.UserPattern.REENTRY);
+    }
+
+    @Override
     Duration settle() {
         return LONGEST_STALL.plusSeconds(2).plus(WATCHDOG);
     }
@@ -153,6 +158,8 @@ final class RedLockSimulation extends Simulation {
             redLock = world.rnd.nextInt(4) == 0 ? redLock(perMaster) : shared;
             long lease = 100 + world.rnd.nextInt(900);
             int op = world.rnd.nextInt(6);
+            ran(op <= 1 ? dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT : op <= 3 ? dev.baton.testkit.UserPattern.LONG_WAIT : op == 4 ? dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL
+                    : dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT);
             switch (op) {
                 case 0 -> acquire(0, lease, "");
                 case 1 -> acquire(world.rnd.nextInt(6), lease, "");
@@ -215,6 +222,7 @@ final class RedLockSimulation extends Simulation {
 
         /** While holding, takes the RedLock again (a re-entry); a refusal must leave the outer hold in place. */
         void reenter() {
+            ran(dev.baton.testkit.UserPattern.REENTRY);
             long wait = world.rnd.nextInt(3) == 0 ? 0 : world.rnd.nextInt(30);
             long lease = 100 + world.rnd.nextInt(900);
             String how = "tryLockAsync(" + wait + " ms, lease " + lease + " ms), re-entered";

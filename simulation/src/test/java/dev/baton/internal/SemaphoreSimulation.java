@@ -53,6 +53,11 @@ final class SemaphoreSimulation extends Simulation {
     }
 
     @Override
+    java.util.Set<dev.baton.testkit.UserPattern> covered() {
+        return java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT, dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL, dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT, dev.baton.testkit.UserPattern.MULTI_PERMIT);
+    }
+
+    @Override
     void setUp() {
         setKey(NAME, PERMITS);
     }
@@ -115,6 +120,11 @@ final class SemaphoreSimulation extends Simulation {
             operations++;
             int k = 1 + world.rnd.nextInt(2);
             int op = world.rnd.nextInt(6);
+            ran(op == 1 ? dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT : op <= 3 ? dev.baton.testkit.UserPattern.LONG_WAIT : op == 4 ? dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL
+                    : dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT);
+            if (k > 1) {
+                ran(dev.baton.testkit.UserPattern.MULTI_PERMIT);
+            }
             switch (op) {
                 case 0 -> acquire("acquireAsync(" + k + ")", k, semaphore.acquireAsync(k).thenApply(v -> true), -1);
                 case 1 -> {

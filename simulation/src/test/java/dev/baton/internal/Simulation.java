@@ -99,6 +99,7 @@ abstract class Simulation {
         void pause() {
             if (nextInCallback) {
                 nextInCallback = false;
+                ran(dev.baton.testkit.UserPattern.NEXT_CALL_IN_CALLBACK);
                 doing = "starting the next call from the callback";
                 next();
                 return;
@@ -322,6 +323,17 @@ abstract class Simulation {
 
     /** The actors, made once the clients exist. */
     abstract List<? extends Actor> actors();
+
+    /** How often each user pattern ran in this run (the catalog: dev.baton.testkit.UserPattern). */
+    final dev.baton.testkit.UserPattern.Counts patterns = new dev.baton.testkit.UserPattern.Counts();
+
+    /** The patterns of the catalog this kind's actors do: each must run in a CI run of the kind. */
+    abstract java.util.Set<dev.baton.testkit.UserPattern> covered();
+
+    /** An operation of this run's kind started that is {@code pattern}. */
+    void ran(dev.baton.testkit.UserPattern pattern) {
+        patterns.ran(kind, pattern);
+    }
 
     /** Three actors on each client, made by {@code make} from the client and an index 1 to 3. */
     static <A extends Actor> List<A> threeEach(List<SimClient> clients, java.util.function.BiFunction<SimClient, Integer, A> make) {

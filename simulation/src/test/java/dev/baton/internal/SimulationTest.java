@@ -80,6 +80,8 @@ class SimulationTest {
         long quiet = 0;
         long passed = 0;
         long steps = 0;
+        dev.baton.testkit.UserPattern.Counts patterns = new dev.baton.testkit.UserPattern.Counts();
+        java.util.Set<dev.baton.testkit.UserPattern> covered = java.util.Set.of();
         long flushedSeeds = 0;
         long driftSeeds = 0;
         long pauseSeeds = 0;
@@ -96,6 +98,8 @@ class SimulationTest {
             quiet += sim.quietParks;
             passed += sim.passedOn;
             steps += sim.world.steps();
+            patterns.addAll(sim.patterns);
+            covered = sim.covered();
             flushedSeeds += sim.scriptFlushMaxMicros > 0 ? 1 : 0;
             driftSeeds += sim.clients.stream().anyMatch(c -> c.clock.drifts()) ? 1 : 0;
             pauseSeeds += sim.pauseEveryMaxMicros > 0 ? 1 : 0;
@@ -134,6 +138,11 @@ class SimulationTest {
                 + " copy and went unjudged, more than the cap of " + lateCopyCap(seeds) + " (" + LATE_COPY_SHARE_PERCENT
                 + " %); the first are printed above");
         assertEquals(Map.of(), findings, kind + ": the survey's findings");
+        System.out.println("[sim " + kind + "] user patterns (dev.baton.testkit.UserPattern): " + patterns.line(kind, covered));
+        if (seeds >= 50) {
+            // A pattern the kind's actors do that never ran checked nothing (issue 46).
+            assertEquals(List.of(), patterns.missing(kind, covered), kind + ": user patterns that never ran in " + seeds + " seeds");
+        }
         if (pauseSeeds >= 10) {
             assertTrue(pausedMicros > 0, kind + ": " + pauseSeeds + " seeds drew process pauses, and no process paused");
         }

@@ -101,6 +101,25 @@ class InterleavingFuzzTest {
 
     private final RedisServer redis;
 
+    /** How often each user pattern ran, per kind, over this class's storms (the catalog: dev.baton.testkit.UserPattern). */
+    static final dev.baton.testkit.UserPattern.Counts PATTERNS = new dev.baton.testkit.UserPattern.Counts();
+
+    /** The patterns of the catalog the workers do for {@code kind}: each must run in every test of the kind. */
+    static java.util.Set<dev.baton.testkit.UserPattern> covered(String kind) {
+        java.util.Set<dev.baton.testkit.UserPattern> c = java.util.EnumSet.of(dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL,
+                dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_COMPLETE);
+        if (!kind.equals("fairLock") && !kind.equals("fencedLock") && Boolean.parseBoolean(System.getProperty("baton.fuzz.redisson", "true"))) {
+            c.add(dev.baton.testkit.UserPattern.BESIDE_REDISSON);
+        }
+        switch (kind) {
+            case "lock", "fairLock", "readWriteLock", "fencedLock" -> c.addAll(java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT,
+                    dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_INTERRUPT, dev.baton.testkit.UserPattern.REENTRY, dev.baton.testkit.UserPattern.SCOPED_WORK, dev.baton.testkit.UserPattern.NEXT_CALL_IN_CALLBACK));
+            case "semaphore", "expirableSemaphore" -> c.add(dev.baton.testkit.UserPattern.MULTI_PERMIT);
+            default -> { }
+        }
+        return c;
+    }
+
     InterleavingFuzzTest(RedisServer redis) {
         this.redis = redis;
     }
@@ -139,6 +158,9 @@ class InterleavingFuzzTest {
             System.out.println("[fuzz " + kind + "] long mode: " + storms + " storms of " + seconds + " s");
         }
         assertEquals(List.of(), violations, kind + ": the storm's history has violations");
+        System.out.println("[fuzz " + kind + "] user patterns (dev.baton.testkit.UserPattern): " + PATTERNS.line(kind, covered(kind)));
+        // A pattern the workers do for this kind that never ran checked nothing (issue 46).
+        assertEquals(List.of(), PATTERNS.missing(kind, covered(kind)), kind + ": user patterns that never ran");
     }
 
     /** One storm of {@code seconds} with {@code seed}; its violations, each prefixed with the seed. */
@@ -248,6 +270,7 @@ class InterleavingFuzzTest {
                 }
             }
             if (redisson != null) {
+                PATTERNS.ran(kind, dev.baton.testkit.UserPattern.BESIDE_REDISSON);
                 clients.add("redisson");
                 for (int t = 0; t < REDISSON_THREADS; t++) {
                     Worker w = new Worker("redisson", null, redisson, new Random(seed * 31 + index), index++);
@@ -637,6 +660,7 @@ class InterleavingFuzzTest {
                     return;
                 }
                 if (rnd.nextInt(400) == 0 && FORCE) {
+                    PATTERNS.ran(kind, dev.baton.testkit.UserPattern.FORCE_UNLOCK);
                     long f0 = System.nanoTime();
                     lock.forceUnlock();
                     history.force(f0, System.nanoTime());
@@ -647,12 +671,19 @@ class InterleavingFuzzTest {
                 long t0 = System.nanoTime();
                 asked = t0;
                 int op = rnd.nextInt(13);
+                PATTERNS.ran(kind, switch (op) {
+                    case 12 -> dev.baton.testkit.UserPattern.SCOPED_WORK;
+                    case 3, 4 -> dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT;
+                    case 6, 7 -> dev.baton.testkit.UserPattern.GIVEN_UP_BY_INTERRUPT;
+                    default -> dev.baton.testkit.UserPattern.LONG_WAIT;
+                });
                 switch (op) {
                     case 12 -> scopedStep(lock, mode);
                     case 0 -> { // lock(), sometimes re-entered
                         lock.lock();
                         held("lock()", lock, mode, () -> {
                             if (rnd.nextInt(3) == 0) {
+                                PATTERNS.ran(kind, dev.baton.testkit.UserPattern.REENTRY);
                                 lock.lock();
                                 lock.unlock();
                             }
@@ -720,6 +751,7 @@ class InterleavingFuzzTest {
                             // own callback, as a retry library does.
                             long retryWait = rnd.nextInt(6);
                             cancels.incrementAndGet();
+                            PATTERNS.ran(kind, dev.baton.testkit.UserPattern.NEXT_CALL_IN_CALLBACK);
                             first = first.orTimeout(rnd.nextInt(3001), TimeUnit.MICROSECONDS).handle((ok, e) -> e == null
                                     ? CompletableFuture.completedFuture(ok)
                                     : lock.tryLockAsync(retryWait, TimeUnit.MILLISECONDS, ownerId).toCompletableFuture())
@@ -772,6 +804,8 @@ class InterleavingFuzzTest {
             boolean givenUpWithoutTrace(CompletableFuture<?> f) throws InterruptedException {
                 cancels.incrementAndGet();
                 int how = rnd.nextInt(3);
+                PATTERNS.ran(kind, how == 0 ? dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL : how == 1 ? dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT
+                        : dev.baton.testkit.UserPattern.GIVEN_UP_BY_COMPLETE);
                 if (how == 0) {
                     pause(3000);
                     return !f.cancel(true) && !f.isCompletedExceptionally();
@@ -925,6 +959,9 @@ class InterleavingFuzzTest {
 
             void semaphoreStep() throws Exception {
                 int k = 1 + rnd.nextInt(2);
+                if (k > 1) {
+                    PATTERNS.ran(kind, dev.baton.testkit.UserPattern.MULTI_PERMIT);
+                }
                 long t0 = System.nanoTime();
                 asked = t0;
                 if (redisson != null) {
@@ -1089,6 +1126,9 @@ class InterleavingFuzzTest {
                     }
                     case 5 -> {
                         int k = 1 + rnd.nextInt(2);
+                        if (k > 1) {
+                            PATTERNS.ran(kind, dev.baton.testkit.UserPattern.MULTI_PERMIT);
+                        }
                         List<String> ids = s.tryAcquire(k, rnd.nextInt(100), LEASE_MS, TimeUnit.MILLISECONDS);
                         if (!ids.isEmpty()) {
                             permitsHeld("tryAcquire(" + k + ")", ids.size(), () -> ids.forEach(s::release));
