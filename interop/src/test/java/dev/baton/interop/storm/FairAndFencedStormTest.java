@@ -960,18 +960,7 @@ class FairAndFencedStormTest {
                 argMax[i] = i == 0 || seen.get(i).seq > seen.get(argMax[i - 1]).seq ? i : argMax[i - 1];
             }
             for (Call b : all) {
-                int lo = 0;
-                int hi = seen.size() - 1;
-                int idx = -1;
-                while (lo <= hi) {
-                    int mid = (lo + hi) >>> 1;
-                    if (seenAt[mid] < b.start) {
-                        idx = mid;
-                        lo = mid + 1;
-                    } else {
-                        hi = mid - 1;
-                    }
-                }
+                int idx = lastBefore(seenAt, b.start);
                 if (idx < 0) {
                     continue;
                 }
@@ -1794,18 +1783,7 @@ class FairAndFencedStormTest {
                 argMax[i] = i == 0 || byReturn.get(i).token > byReturn.get(argMax[i - 1]).token ? i : argMax[i - 1];
             }
             for (Grant b : list) {
-                int lo = 0;
-                int hi = byReturn.size() - 1;
-                int idx = -1;
-                while (lo <= hi) {
-                    int mid = (lo + hi) >>> 1;
-                    if (returnedAt[mid] < b.start) {
-                        idx = mid;
-                        lo = mid + 1;
-                    } else {
-                        hi = mid - 1;
-                    }
-                }
+                int idx = lastBefore(returnedAt, b.start);
                 if (idx < 0) {
                     continue;
                 }
@@ -1850,5 +1828,22 @@ class FairAndFencedStormTest {
                 }
             }
         }
+    }
+
+    /** The index of the last of {@code sorted} (ascending) below {@code t}, or -1. */
+    private static int lastBefore(long[] sorted, long t) {
+        int lo = 0;
+        int hi = sorted.length - 1;
+        int idx = -1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (sorted[mid] < t) {
+                idx = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return idx;
     }
 }
