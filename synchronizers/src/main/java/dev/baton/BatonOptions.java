@@ -24,6 +24,8 @@ public final class BatonOptions {
     public static final int DEFAULT_RENEWAL_BATCH_SIZE = 100;
     /** Default time after which a fair-lock waiter that stopped checking in is skipped. */
     public static final Duration DEFAULT_FAIR_LOCK_WAITER_TIMEOUT = Duration.ofSeconds(10);
+    /** Default share of a lease that lease-scoped work keeps back for clocks running at different rates: 1 %. */
+    public static final double DEFAULT_CLOCK_DRIFT_ALLOWANCE = 0.01;
 
     private final List<String> redisUris;
     private final boolean cluster;
@@ -31,6 +33,7 @@ public final class BatonOptions {
     private final Duration watchdogTimeout;
     private final int renewalBatchSize;
     private final Duration fairLockWaiterTimeout;
+    private final double clockDriftAllowance;
     private final int replicaSyncReplicas;
     private final Duration replicaSyncTimeout;
     private final ReplicaSyncFailure replicaSyncFailure;
@@ -52,6 +55,7 @@ public final class BatonOptions {
         this.watchdogTimeout = b.watchdogTimeout;
         this.renewalBatchSize = b.renewalBatchSize;
         this.fairLockWaiterTimeout = b.fairLockWaiterTimeout;
+        this.clockDriftAllowance = b.clockDriftAllowance;
         this.replicaSyncReplicas = b.replicaSyncReplicas;
         this.replicaSyncTimeout = b.replicaSyncTimeout;
         this.replicaSyncFailure = b.replicaSyncFailure;
@@ -87,6 +91,15 @@ public final class BatonOptions {
     /** The lease of a lock held without a lease time; the watchdog renews it every third. */
     public Duration watchdogTimeout() {
         return watchdogTimeout;
+    }
+
+    /**
+     * The share of a lease that lease-scoped work keeps back for this client's clock running
+     * slower than Redis's: a {@link LeaseScope} is valid until the send that set the lease + the
+     * lease − (this share of it + 25 ms), on this client's clock. See {@link Builder#clockDriftAllowance}.
+     */
+    public double clockDriftAllowance() {
+        return clockDriftAllowance;
     }
 
     /** How many leases one renewal script call renews at most. */
@@ -165,6 +178,7 @@ public final class BatonOptions {
         private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
         private int renewalBatchSize = DEFAULT_RENEWAL_BATCH_SIZE;
         private Duration fairLockWaiterTimeout = DEFAULT_FAIR_LOCK_WAITER_TIMEOUT;
+        private double clockDriftAllowance = DEFAULT_CLOCK_DRIFT_ALLOWANCE;
         private int replicaSyncReplicas;
         private Duration replicaSyncTimeout = Duration.ofSeconds(1);
         private ReplicaSyncFailure replicaSyncFailure = ReplicaSyncFailure.FAIL;
@@ -211,6 +225,27 @@ public final class BatonOptions {
                 throw new IllegalArgumentException("watchdogTimeout must be at least 100 ms, was " + timeout);
             }
             this.watchdogTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * The share of a lease that lease-scoped work ({@code withLock}, {@code withPermit})
+         * keeps back for clocks that run at different rates (default 0.01, that is 1 %); from 0
+         * to 0.5. A scope is valid until the send that set its lease + the lease − (this share
+         * of the lease + 25 ms), on this client's clock, so its work is stopped before Redis can
+         * let the lease go as long as this client's clock runs no more than this share slower
+         * than Redis's. Raise it where clocks drift more (a VM whose clock is slewed, say); the
+         * work then stops earlier. The RedLock's validity and the multi-lock's fixed-lease check
+         * keep their algorithm's own 1 % + 2 ms.
+         *
+         * @throws IllegalArgumentException if {@code share} is not between 0 and 0.5
+         */
+        public Builder clockDriftAllowance(double share) {
+            if (!(share >= 0 && share <= 0.5)) {
+                throw new IllegalArgumentException("clockDriftAllowance must be between 0 and 0.5 (a share of the lease), was "
+                        + share);
+            }
+            this.clockDriftAllowance = share;
             return this;
         }
 

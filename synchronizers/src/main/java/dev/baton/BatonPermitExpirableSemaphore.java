@@ -90,7 +90,8 @@ public interface BatonPermitExpirableSemaphore {
      * permit however the work ends.
      *
      * <p>A permit's lease is fixed and nothing renews it: the scope is valid until the send of
-     * the granting attempt + {@code leaseTime} − (1 % of it + 25 ms) on this client's clock, so
+     * the granting attempt + {@code leaseTime} − (1 % of it, or the client's
+     * {@link BatonOptions#clockDriftAllowance()}, + 25 ms) on this client's clock, so
      * until Redis cannot yet have given the permit to anyone else, and the work is stopped, by
      * interrupting its thread, when that passes, or at once when the client is closed (which
      * stops its timer and can no longer give the permit back). Nothing else stops it: a permit

@@ -11,7 +11,8 @@ import java.util.OptionalLong;
  * <p>"Known to be held" is measured on this client's clock from what Redis has confirmed: the
  * send of the acquisition, or of the last confirmed renewal, plus the lease, less a margin of 1 %
  * of the lease and 25 ms: the 1 % is the allowance for this client's clock running slower than
- * Redis's (a drift of up to 1 % of the elapsed time), the 25 ms for Redis's expiry resolution, the
+ * Redis's (a drift of up to 1 % of the elapsed time; {@link BatonOptions.Builder#clockDriftAllowance}
+ * sets another share, from 0 to a half), the 25 ms for Redis's expiry resolution, the
  * stop's timer (a thread of Baton's own that runs nothing else) and the work's thread being
  * scheduled. A clock that drifts more than that, or a thread the JVM does not run for longer, can
  * see the stop after Redis let the lease go. Redis set the lease after that send, so until then Redis cannot have let it

@@ -88,20 +88,29 @@ public final class Lease {
         return watchers == null ? List.of() : watchers;
     }
 
-    /** The part of the lease that {@link #validUntilNanos()} leaves out for clocks that run at different rates: 1 %. */
-    static final int DRIFT_PERCENT = 1;
-    /** And a fixed part: Redis's expiry resolution and the client's timer tick (10 ms), with room. */
+    /** A fixed part of what {@link #validUntilNanos()} leaves out: Redis's expiry resolution and the client's timer tick (10 ms), with room. */
     static final long MARGIN_FIXED_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
+
+    /**
+     * The share of the lease that {@link #validUntilNanos()} leaves out for clocks that run at
+     * different rates (BatonOptions.clockDriftAllowance, 1 % by default); set by Leases.
+     */
+    volatile double driftAllowance = 0.01;
+
+    /** What a scope keeps back of a lease of {@code leaseNanos}: {@code drift} of it and 25 ms. */
+    static long marginNanos(long leaseNanos, double drift) {
+        return (long) (leaseNanos * drift) + MARGIN_FIXED_NANOS;
+    }
 
     /**
      * Until when, on the client's clock, Redis surely still has this lease: from
      * {@link #validFromNanos} (Redis set the lease after that send), {@link #shortestLeaseMs},
-     * less {@value #DRIFT_PERCENT} % of it and 25 ms. Only what this client has confirmed
+     * less the clock-drift allowance (1 % of it by default) and 25 ms. Only what this client has confirmed
      * counts, so a renewal in flight does not extend it.
      */
     long validUntilNanos() {
         long lease = TimeUnit.MILLISECONDS.toNanos(shortestLeaseMs);
-        return validFromNanos + lease - lease / 100 * DRIFT_PERCENT - MARGIN_FIXED_NANOS;
+        return validFromNanos + lease - marginNanos(lease, driftAllowance);
     }
 
     /** A confirmed renewal or update, sent at {@code sentNanos}, set a lease of {@code leaseMs}. */

@@ -96,6 +96,19 @@ public final class Leases {
         this.registry = registry;
     }
 
+    /** The share of a lease lease-scoped work keeps back for clock drift (BatonOptions.clockDriftAllowance). */
+    private volatile double driftAllowance = 0.01;
+
+    /** Sets the clock-drift allowance of the leases granted from now on (the client's option). */
+    public void clockDriftAllowance(double share) {
+        this.driftAllowance = share;
+    }
+
+    /** What lease-scoped work keeps back of a lease of {@code leaseNanos}: the drift allowance of it and 25 ms (LeaseScope). */
+    public long scopeMarginNanos(long leaseNanos) {
+        return Lease.marginNanos(leaseNanos, driftAllowance);
+    }
+
     /** The owner's live lease on {@code key}, or {@code null}. */
     public Lease get(String key, String owner) {
         return live.get(new Key(key, owner));
@@ -126,6 +139,7 @@ public final class Leases {
             // grant, say): that release's answer forgets its own record, never this new hold's.
             Lease replaced = lease;
             lease = new Lease(key, owner, renewal, holds, leaseMs, watchdog, now);
+            lease.driftAllowance = driftAllowance;
             lease.leaseFrom(now);
             lease.sentNanos = sentNanos;
             lease.validFromNanos = sentNanos;

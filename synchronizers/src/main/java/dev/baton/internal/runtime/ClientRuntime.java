@@ -96,6 +96,7 @@ public final class ClientRuntime implements AutoCloseable {
         this.pubSub = new PubSubService(connections.pubSub(), connections.subscriber().apply(scheduler), executor);
         Observer observer = observer(options);
         Leases leases = new Leases(scheduler, options.leaseLostListener(), observer);
+        leases.clockDriftAllowance(options.clockDriftAllowance());
         ScriptRenewer renewer = new ScriptRenewer(executor);
         ToIntFunction<String> slotOf = connections.cluster() ? SlotHash::getSlot : key -> 0;
         this.cluster = connections.cluster();

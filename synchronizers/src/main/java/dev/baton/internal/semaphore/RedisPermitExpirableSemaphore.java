@@ -118,9 +118,9 @@ public final class RedisPermitExpirableSemaphore implements BatonPermitExpirable
         return Blocking.awaitInterruptibly(() -> start(attempt, waitNanos), services.cleanupNanos()) ? attempt.ids : List.of();
     }
 
-    /** A scope's margin (LeaseScope): 1 % of the lease + 25 ms. */
-    private static long scopeMarginNanos(long leaseNanos) {
-        return leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(25);
+    /** A scope's margin (LeaseScope): the clock-drift allowance of the lease (1 % by default) + 25 ms. */
+    private long scopeMarginNanos(long leaseNanos) {
+        return services.leases().scopeMarginNanos(leaseNanos);
     }
 
     @Override

@@ -30,6 +30,12 @@ public class BatonProperties {
     /** How long a fair-lock waiter's place in the queue lasts without being refreshed (default: 10s, at least 300ms). */
     private Duration fairLockWaiterTimeout;
 
+    /**
+     * The share of a lease that lease-scoped work keeps back for clocks running at different
+     * rates (default: 0.01, that is 1 %; from 0 to 0.5).
+     */
+    private Double clockDriftAllowance;
+
     private final ReplicaSync replicaSync = new ReplicaSync();
 
     private final Metrics metrics = new Metrics();
@@ -78,6 +84,14 @@ public class BatonProperties {
         this.fairLockWaiterTimeout = fairLockWaiterTimeout;
     }
 
+    public Double getClockDriftAllowance() {
+        return clockDriftAllowance;
+    }
+
+    public void setClockDriftAllowance(Double clockDriftAllowance) {
+        this.clockDriftAllowance = clockDriftAllowance;
+    }
+
     public ReplicaSync getReplicaSync() {
         return replicaSync;
     }
@@ -107,6 +121,9 @@ public class BatonProperties {
         }
         if (fairLockWaiterTimeout != null) {
             builder.fairLockWaiterTimeout(fairLockWaiterTimeout);
+        }
+        if (clockDriftAllowance != null) {
+            builder.clockDriftAllowance(clockDriftAllowance);
         }
         if (replicaSync.replicas > 0) {
             builder.replicaSync(replicaSync.replicas, replicaSync.timeout, replicaSync.failure);

@@ -355,7 +355,7 @@ class BatonAutoConfigurationTest {
     void everyOptionIsAPropertyAndCustomizersRunAfterThem() {
         runner.withPropertyValues("baton.command-timeout=1500ms", "baton.watchdog-timeout=12s",
                         "baton.renewal-batch-size=40", "baton.fair-lock-waiter-timeout=4s",
-                        "baton.replica-sync.replicas=1", "baton.replica-sync.timeout=250ms",
+                        "baton.clock-drift-allowance=0.05", "baton.replica-sync.replicas=1", "baton.replica-sync.timeout=250ms",
                         "baton.replica-sync.failure=accept")
                 .withBean(BatonOptionsCustomizer.class, () -> b -> b.renewalBatchSize(7))
                 .run(context -> {
@@ -364,6 +364,7 @@ class BatonAutoConfigurationTest {
                     assertEquals(Duration.ofSeconds(12), options.watchdogTimeout());
                     assertEquals(7, options.renewalBatchSize(), "the customizer runs after the properties");
                     assertEquals(Duration.ofSeconds(4), options.fairLockWaiterTimeout());
+                    assertEquals(0.05, options.clockDriftAllowance());
                     assertEquals(1, options.replicaSyncReplicas());
                     assertEquals(Duration.ofMillis(250), options.replicaSyncTimeout());
                     assertEquals(BatonOptions.ReplicaSyncFailure.ACCEPT, options.replicaSyncFailure());
@@ -390,7 +391,7 @@ class BatonAutoConfigurationTest {
             metadata = new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
         for (String name : List.of("baton.enabled", "baton.command-timeout", "baton.watchdog-timeout",
-                "baton.renewal-batch-size", "baton.fair-lock-waiter-timeout", "baton.replica-sync.replicas",
+                "baton.renewal-batch-size", "baton.fair-lock-waiter-timeout", "baton.clock-drift-allowance", "baton.replica-sync.replicas",
                 "baton.replica-sync.timeout", "baton.replica-sync.failure", "baton.metrics.enabled",
                 "baton.metrics.tag-names", "baton.integration.registry-key", "baton.integration.fair",
                 "baton.integration.lease-time", "baton.shedlock.key-prefix")) {
