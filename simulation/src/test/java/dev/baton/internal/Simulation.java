@@ -253,6 +253,12 @@ abstract class Simulation {
     private final long runNanos;
     /** The longest gap between two flushes of the script cache during the run, in µs; 0: never flushed. */
     final long scriptFlushMaxMicros;
+    /**
+     * When set, every client process's clock runs at this rate (SimulationTest's proof that the
+     * judge catches a drift beyond the allowance lease-scoped work keeps back); null otherwise.
+     */
+    static volatile Double SLOW_CLOCKS;
+
     /** The longest gap between two pauses of one client process, in µs; 0: processes never pause. */
     final long pauseEveryMaxMicros;
     /** Draws the flushes' times and the processes' shapes: a stream of its own (see the constructor). */
@@ -300,9 +306,12 @@ abstract class Simulation {
         StringBuilder shape = new StringBuilder();
         for (String id : List.of("a", "b")) {
             SimClient.Clock process = new SimClient.Clock(world);
-            if (drifts) {
+            if (drifts || SLOW_CLOCKS != null) {
                 double rate = 1 + (flushes.nextDouble() * 2 - 1) * 0.005;
                 long origin = (long) (flushes.nextDouble() * 1e12);
+                if (SLOW_CLOCKS != null) {
+                    rate = SLOW_CLOCKS; // SimulationTest's check that the judge sees a drift beyond the allowance
+                }
                 process = new SimClient.Clock(world, rate, origin);
                 shape.append(String.format(java.util.Locale.ROOT, ", client %s's clock runs at %.4f", id, rate));
             }
