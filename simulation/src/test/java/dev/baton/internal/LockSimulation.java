@@ -210,6 +210,11 @@ final class LockSimulation extends Simulation {
      */
     private final List<long[]> forces = new java.util.ArrayList<>();
 
+    /** Whether a forceUnlock, or Redis restarting empty, may have ended a hold taken since {@code since}. */
+    boolean endedByOthersSince(long since) {
+        return forcedSince(since) || restartedSince(since);
+    }
+
     /** Whether a forceUnlock may have run in Redis since {@code since} (it may have ended a hold taken since). */
     boolean forcedSince(long since) {
         for (long[] f : forces) {
@@ -498,7 +503,7 @@ final class LockSimulation extends Simulation {
                 }
                 boolean reported = lossReportedForHold();
                 world.note(this + " " + how + " ended" + (e == null ? "" : ": " + e));
-                if (e == null && overtaken && !reported && !forcedSince(askedAt)) {
+                if (e == null && overtaken && !reported && !endedByOthersSince(askedAt)) {
                     violation(this + "'s scoped hold was overtaken by another grant, and withLockAsync ended normally"
                             + " with no loss reported");
                 } else if (e != null && !(e instanceof LeaseLostException || e instanceof CancellationException
@@ -599,10 +604,10 @@ final class LockSimulation extends Simulation {
                 // As for any unlock (see release): a loss told only if it could have happened; a
                 // downgrade whose steps took a third of the watchdog may have let the lease run out.
                 boolean ranLate = world.now() - asked >= watchdog.toNanos() / 3 || stallsOutlastLeases();
-                if (e != null && !(overtaken || lossReportedForHold() || forcedSince(askedAt) || ranLate || leaseMs > 0)) {
+                if (e != null && !(overtaken || lossReportedForHold() || endedByOthersSince(askedAt) || ranLate || leaseMs > 0)) {
                     violation(this + ": the write unlock of a downgrade threw " + e + " for a hold nobody overtook");
                 }
-                boolean writeLost = e != null || overtaken || forcedSince(askedAt);
+                boolean writeLost = e != null || overtaken || endedByOthersSince(askedAt);
                 lock = shared;
                 write = false;
                 if (writeLost) {
@@ -619,7 +624,7 @@ final class LockSimulation extends Simulation {
                     return;
                 }
                 holds = 1;
-                if (!forcedSince(asked) && heldInRedis(this) < 1) {
+                if (!endedByOthersSince(asked) && heldInRedis(this) < 1) {
                     violation(this + " downgraded, but Redis does not hold the read side for it: "
                             + java.util.Arrays.toString(world.keyspace().get(NAME)));
                     return;
@@ -639,7 +644,7 @@ final class LockSimulation extends Simulation {
             holds = 1;
             long inRedis = heldInRedis(this);
             world.note(this + " GRANTED by " + how + " (Redis: " + inRedis + ")");
-            if (inRedis < 1 && forcedSince(askedAt)) {
+            if (inRedis < 1 && endedByOthersSince(askedAt)) {
                 // Held for a moment: a forceUnlock since the call began ended it; the client still
                 // counts it, so the owner goes on to its unlock, which may fail (accepted: forced).
                 world.note(this + " granted by " + how + ", and a forceUnlock since its call began ended it already");
@@ -657,7 +662,7 @@ final class LockSimulation extends Simulation {
             }
             for (Owner other : owners) {
                 if (other != this && other.scope != null && !other.releasing && (write || other.write)
-                        && other.scope.isValid() && !forcedSince(other.askedAt)) {
+                        && other.scope.isValid() && !endedByOthersSince(other.askedAt)) {
                     violation(this + " was granted by " + how + " while " + other + "'s scoped work still had "
                             + other.scope.remaining().toNanos() / 1000 + " µs of validity");
                 }
@@ -692,7 +697,7 @@ final class LockSimulation extends Simulation {
                 }
                 boolean reported = lossReportedForHold();
                 if (e == null) {
-                    if (overtaken && !reported && !forcedSince(askedAt)) {
+                    if (overtaken && !reported && !endedByOthersSince(askedAt)) {
                         violation(this + "'s hold was overtaken by another grant, and its unlock returned normally"
                                 + " with no loss reported");
                     }
@@ -707,7 +712,7 @@ final class LockSimulation extends Simulation {
                     // the watchdog: what is left of a lease renewed on time is at least two thirds)
                     // (issue 46: any LeaseLostException used to pass).
                     boolean ranLate = world.now() - asked >= watchdog.toNanos() / 3 || stallsOutlastLeases();
-                    if (!overtaken && !(leaseMs > 0) && !reported && !forcedSince(askedAt) && !ranLate && !toldBefore) {
+                    if (!overtaken && !(leaseMs > 0) && !reported && !endedByOthersSince(askedAt) && !ranLate && !toldBefore) {
                         violation(this + ": unlock of a hold nobody overtook, forced or let run out threw " + e);
                     }
                 } else {

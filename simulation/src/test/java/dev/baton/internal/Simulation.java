@@ -168,7 +168,8 @@ abstract class Simulation {
      * longest lease a lock waiter's timer may run to), a stalled command and 150 ms.
      */
     long unawareBound(long recheckNanos) {
-        if (faults.messageLoss() > 0 || faults.resetEveryMicros() > 0) {
+        if (faults.messageLoss() > 0 || faults.resetEveryMicros() > 0 || restartAtNanos >= 0) {
+            // (A restart announces nothing: a waiter learns of it as of a lost message.)
             return recheckNanos + LONGEST_STALL.toNanos() + SLACK_NANOS;
         }
         return TimeUnit.MILLISECONDS.toNanos(3) + TimeUnit.MICROSECONDS.toNanos(faults.stallMaxMicros());
@@ -259,6 +260,31 @@ abstract class Simulation {
      */
     static volatile Double SLOW_CLOCKS;
 
+    /** When Redis restarts empty (virtual ns from the start), or -1: never. */
+    final long restartAtNanos;
+    /** When it did, or -1. */
+    long restartedAt = -1;
+
+    /** Whether Redis restarted empty at or after {@code since}: it may have ended a hold taken since. */
+    boolean restartedSince(long since) {
+        return restartedAt >= 0 && restartedAt >= since;
+    }
+
+    /** Redis restarts without its data: every key and script gone, every client's connections dropped. */
+    private void restartEmpty() {
+        if (stopping) {
+            return;
+        }
+        restartedAt = world.now();
+        world.note("REDIS RESTARTED EMPTY");
+        world.server.serve(new String[] {"FLUSHALL"});
+        world.server.serve(new String[] {"SCRIPT", "FLUSH"});
+        for (SimClient c : clients) {
+            c.commands.reset();
+            c.pubSub.reset();
+        }
+    }
+
     /** The longest gap between two pauses of one client process, in µs; 0: processes never pause. */
     final long pauseEveryMaxMicros;
     /** Draws the flushes' times and the processes' shapes: a stream of its own (see the constructor). */
@@ -317,7 +343,14 @@ abstract class Simulation {
             }
             clients.add(new SimClient(world, id, faults, COMMAND_TIMEOUT, watchdog, lossListener(), process));
         }
+        // One lock seed in six restarts Redis empty once, 20-180 ms into the run (issue 46: data
+        // loss): every key and script gone, every connection dropped. Holds end without a word;
+        // what Baton promises then is that the loss is found and told (the watchdog within a third
+        // of its timeout, an unlock), that fencing tokens keep rising, and that nothing is left.
+        restartAtNanos = LockSimulation.KINDS.contains(kind) && flushes.nextInt(6) == 0
+                ? TimeUnit.MICROSECONDS.toNanos(20_000 + flushes.nextInt(160_000)) : -1;
         world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms"
+                + (restartAtNanos >= 0 ? ", Redis restarted empty at " + restartAtNanos / 1000 + " µs" : "")
                 + (scriptFlushMaxMicros > 0 ? ", script cache flushed every 1 ms to " + scriptFlushMaxMicros / 1000 + " ms" : "")
                 + shape + (pauseEveryMaxMicros > 0 ? ", each process paused for 1-10 ms every 2 to " + pauseEveryMaxMicros / 1000 + " ms" : ""));
     }
@@ -389,6 +422,9 @@ abstract class Simulation {
         }
         if (scriptFlushMaxMicros > 0) {
             flushLater();
+        }
+        if (restartAtNanos >= 0) {
+            world.at(restartAtNanos, "restart", this::restartEmpty);
         }
         if (pauseEveryMaxMicros > 0) {
             for (SimClient c : List.copyOf(clients)) {
