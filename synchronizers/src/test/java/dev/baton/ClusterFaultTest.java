@@ -275,7 +275,10 @@ class ClusterFaultTest {
         // Let the replica have everything before its master dies (asynchronous replication); on
         // a loaded machine the link can lag, so wait for it, and be sure it did (a lettuce-6.4
         // lane once went on after WAIT had timed out, and the promoted replica never had the lock).
-        assertEquals(1L, victim.command("WAIT", "1", "15000"), "the replica acknowledged every write before the kill");
+        // (A write first, on the WAIT's own connection: a WAIT on a connection that wrote nothing
+        // returns at once, which let a loaded run promote a replica without the semaphore.)
+        assertEquals(1L, victim.writeAndWaitForReplicas(nameIn(slot, "fo-replicated"), 1, 15_000),
+                "the replica acknowledged every write before the kill");
         long killed = System.nanoTime();
         RedisServer promoted = cluster.failOver(victim, Duration.ofSeconds(60));
         long promotedAt = System.nanoTime();

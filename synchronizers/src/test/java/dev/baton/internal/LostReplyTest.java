@@ -256,7 +256,7 @@ class LostReplyTest {
             // "online" is the master's view; the replica may still be loading what it was sent. The
             // lock below must meet no shortfall, so wait until a WAIT is acknowledged.
             dev.baton.testkit.Await.until(Duration.ofSeconds(10), () -> "the replica acknowledging WAIT",
-                    () -> Long.valueOf(1).equals(redis.command("WAIT", "1", "200")));
+                    () -> redis.writeAndWaitForReplicas("lost-reply-replicated", 1, 200) == 1);
             java.util.List<String> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
             try (Baton synced = Baton.create(BatonOptions.builder().redisUri(proxy.uri()).commandTimeout(Duration.ofSeconds(5))
                     .replicaSync(1, Duration.ofSeconds(1), BatonOptions.ReplicaSyncFailure.FAIL)

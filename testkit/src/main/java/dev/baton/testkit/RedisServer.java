@@ -205,6 +205,21 @@ public final class RedisServer implements AutoCloseable {
         return dir;
     }
 
+    /**
+     * Writes {@code key} and then WAITs, on that same connection, for {@code replicas} replicas
+     * to acknowledge it, at most {@code timeoutMs}; returns how many did. Replication is one
+     * ordered stream, so once they acknowledge this write they have every write the server took
+     * before it. (A WAIT on a connection that wrote nothing returns at once with the count of
+     * connected replicas, whatever they have received.) In a cluster, {@code key} must be in a
+     * slot this node serves.
+     */
+    public long writeAndWaitForReplicas(String key, int replicas, long timeoutMs) {
+        try (RespClient client = new RespClient(HOST, port)) {
+            client.call("SET", key, "replicated");
+            return (Long) client.call("WAIT", Integer.toString(replicas), Long.toString(timeoutMs));
+        }
+    }
+
     /** Sends one command on a fresh connection and returns the reply (see {@link RespClient#call}). */
     public Object command(String... args) {
         try (RespClient client = new RespClient(HOST, port)) {
