@@ -1,10 +1,11 @@
 package dev.baton;
 
 import dev.baton.testkit.Bounds;
+import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -20,19 +21,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * clock allowance it is, configurable, tested at its bound). A scope is valid until the send that
  * set its lease + the lease − (the share of it + 25 ms).
  */
+@ExtendWith(RedisExtension.class)
 class ClockDriftAllowanceTest {
-    private RedisServer redis;
+    private final RedisServer redis;
     private final Clients clients = new Clients();
 
-    @BeforeEach
-    void start() {
-        redis = RedisServer.start();
+    ClockDriftAllowanceTest(RedisServer redis) {
+        this.redis = redis;
     }
 
     @AfterEach
     void stop() {
         clients.close();
-        redis.close();
     }
 
     private Baton withAllowance(double share, Duration watchdog) {

@@ -2,10 +2,11 @@ package dev.baton;
 
 import dev.baton.testkit.Await;
 import dev.baton.testkit.Bounds;
+import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -21,6 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * then wrote the hold again, the watchdog renewed it for nobody, for ever, and no one could take
  * the lock. Here the late copy is written by hand: the hold must end with the lease it was given.
  */
+@ExtendWith(RedisExtension.class)
 class LostLeaseRenewalTest {
     private static final String NAME = "lost-lease-renewal";
     /** The watchdog: a renewal every 100 ms. */
@@ -28,18 +30,16 @@ class LostLeaseRenewalTest {
     /** The lease the stand-in for a late copy writes. */
     private static final long LATE_COPY_LEASE_MS = 500;
 
-    private RedisServer redis;
+    private final RedisServer redis;
     private final Clients clients = new Clients();
 
-    @BeforeEach
-    void start() {
-        redis = RedisServer.start();
+    LostLeaseRenewalTest(RedisServer redis) {
+        this.redis = redis;
     }
 
     @AfterEach
     void stop() {
         clients.close();
-        redis.close();
     }
 
     @Test

@@ -477,22 +477,9 @@ class FairAndFencedStormTest {
                 long stormStart = System.nanoTime();
                 long deadline = stormStart + TimeUnit.SECONDS.toNanos(seconds);
                 List<Worker> workers = new ArrayList<>();
-                List<Thread> threads = new ArrayList<>();
-                for (int ci = 0; ci < CLIENTS; ci++) {
-                    Baton b = clients.get(ci);
-                    for (int i = 0; i < BLOCKING_PER_CLIENT; i++) {
-                        Worker w = new Worker();
-                        workers.add(w);
-                        Thread t = new Thread(() -> fairBlockingLoop(b, names, w, raw, deadline),
-                                "storm-fair-c" + ci + "-t" + i);
-                        w.thread = t;
-                        threads.add(t);
-                    }
-                    for (int i = 0; i < ASYNC_PER_CLIENT; i++) {
-                        threads.add(new Thread(() -> fairAsyncDriver(b, names, raw, sections, cancels, deadline),
-                                "storm-fair-c" + ci + "-async" + i));
-                    }
-                }
+                List<Thread> threads = workerThreads(clients, workers, "storm-fair",
+                        (b, w) -> () -> fairBlockingLoop(b, names, w, raw, deadline),
+                        b -> () -> fairAsyncDriver(b, names, raw, sections, cancels, deadline));
                 Thread probe = new Thread(() -> fairProbeLoop(probeRaw, names, deadline), "storm-fair-probe");
                 Thread intr = interrupter(workers, deadline, "storm-fair-interrupter");
                 stallTicker().start();
@@ -519,18 +506,11 @@ class FairAndFencedStormTest {
                         violation("at the end, " + fn.name + " isLocked()");
                     }
                 }
-                for (Baton b : clients) {
-                    check("end state");
-                    if (b.leasesHeld() != 0) {
-                        violation("at the end, client " + b.clientId() + " leasesHeld()=" + b.leasesHeld() + ": " + b.heldLeases());
-                    }
-                }
+                noLeasesLeft(clients);
                 judgeFairOrder();
             } finally {
                 stop = true;
-                for (Baton b : clients) {
-                    b.close();
-                }
+                clients.forEach(Baton::close);
                 rawClient.shutdown();
             }
         } finally {
@@ -1201,22 +1181,9 @@ class FairAndFencedStormTest {
                 long stormStart = System.nanoTime();
                 long deadline = stormStart + TimeUnit.SECONDS.toNanos(seconds);
                 List<Worker> workers = new ArrayList<>();
-                List<Thread> threads = new ArrayList<>();
-                for (int ci = 0; ci < CLIENTS; ci++) {
-                    Baton b = clients.get(ci);
-                    for (int i = 0; i < BLOCKING_PER_CLIENT; i++) {
-                        Worker w = new Worker();
-                        workers.add(w);
-                        Thread t = new Thread(() -> fencedBlockingLoop(b, names, w, raw, deadline),
-                                "storm-fenced-c" + ci + "-t" + i);
-                        w.thread = t;
-                        threads.add(t);
-                    }
-                    for (int i = 0; i < ASYNC_PER_CLIENT; i++) {
-                        threads.add(new Thread(() -> fencedAsyncDriver(b, names, raw, sections, cancels, deadline),
-                                "storm-fenced-c" + ci + "-async" + i));
-                    }
-                }
+                List<Thread> threads = workerThreads(clients, workers, "storm-fenced",
+                        (b, w) -> () -> fencedBlockingLoop(b, names, w, raw, deadline),
+                        b -> () -> fencedAsyncDriver(b, names, raw, sections, cancels, deadline));
                 int planned = seconds < 10 ? 1 : (int) Math.max(2, seconds / 20);
                 Thread restarter = new Thread(() -> {
                     for (int r = 1; r <= planned && !stop; r++) {
@@ -1253,18 +1220,11 @@ class FairAndFencedStormTest {
                         violation("at the end, " + fn.name + " is still held: " + raw.hgetall(fn.name));
                     }
                 }
-                for (Baton b : clients) {
-                    check("end state");
-                    if (b.leasesHeld() != 0) {
-                        violation("at the end, client " + b.clientId() + " leasesHeld()=" + b.leasesHeld() + ": " + b.heldLeases());
-                    }
-                }
+                noLeasesLeft(clients);
                 judgeFenced(names);
             } finally {
                 stop = true;
-                for (Baton b : clients) {
-                    b.close();
-                }
+                clients.forEach(Baton::close);
                 rawClient.shutdown();
             }
         } finally {
@@ -1845,5 +1805,40 @@ class FairAndFencedStormTest {
             }
         }
         return idx;
+    }
+
+    /**
+     * The storm's threads, not started: on each client {@link #BLOCKING_PER_CLIENT} blocking
+     * workers (added to {@code workers}, so the interrupter can reach them) and
+     * {@link #ASYNC_PER_CLIENT} async drivers.
+     */
+    private static List<Thread> workerThreads(List<Baton> clients, List<Worker> workers, String prefix,
+                                              java.util.function.BiFunction<Baton, Worker, Runnable> blocking,
+                                              java.util.function.Function<Baton, Runnable> async) {
+        List<Thread> threads = new ArrayList<>();
+        for (int ci = 0; ci < clients.size(); ci++) {
+            Baton b = clients.get(ci);
+            for (int i = 0; i < BLOCKING_PER_CLIENT; i++) {
+                Worker w = new Worker();
+                workers.add(w);
+                Thread t = new Thread(blocking.apply(b, w), prefix + "-c" + ci + "-t" + i);
+                w.thread = t;
+                threads.add(t);
+            }
+            for (int i = 0; i < ASYNC_PER_CLIENT; i++) {
+                threads.add(new Thread(async.apply(b), prefix + "-c" + ci + "-async" + i));
+            }
+        }
+        return threads;
+    }
+
+    /** At the end, no client counts a lease. */
+    private void noLeasesLeft(List<Baton> clients) {
+        for (Baton b : clients) {
+            check("end state");
+            if (b.leasesHeld() != 0) {
+                violation("at the end, client " + b.clientId() + " leasesHeld()=" + b.leasesHeld() + ": " + b.heldLeases());
+            }
+        }
     }
 }

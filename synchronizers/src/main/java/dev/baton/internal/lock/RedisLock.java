@@ -307,13 +307,24 @@ public class RedisLock implements BatonLock {
             return ended;
         }
 
-        /** Baton's own completion: the release has been answered already. */
+        /**
+         * Baton's own completion: the release has been answered already. Not once the caller has
+         * ended the call: the caller completes the stage itself, right after its end began, and
+         * Baton completing it in between would run the caller's callbacks on Baton's thread (a
+         * Lettuce event loop, where a blocking call in a callback stalls every reply) while the
+         * caller's own cancel or complete lost (LeaseScopedWorkTest, under load).
+         */
         void finish(T value) {
-            completeByOwner(value);
+            if (!ended) {
+                completeByOwner(value);
+            }
         }
 
+        /** Baton's own failure of the call, unless the caller has ended it (see {@link #finish}). */
         void fail(Throwable failure) {
-            failByOwner(failure);
+            if (!ended) {
+                failByOwner(failure);
+            }
         }
 
         /** Baton's completion of a call that ended before its work ran, unless the caller ended it (and completes it). */
