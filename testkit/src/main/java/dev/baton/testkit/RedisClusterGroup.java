@@ -220,8 +220,14 @@ public final class RedisClusterGroup implements AutoCloseable {
         return running;
     }
 
-    /** How long {@link #failOver} leaves the cluster's own election before it forces the promotion. */
-    static final Duration ELECTION_GRACE = Duration.ofSeconds(15);
+    /**
+     * How long {@link #failOver} leaves the cluster's own election before it forces the promotion.
+     * Well inside the shortest lease a failover test expects to survive (ClusterFaultTest's 10 s
+     * watchdog): an election that failed under load (a Lettuce lane on 2026-11-28: "failover
+     * attempt expired", promoted by the fallback 15 s after the kill) would otherwise let that
+     * lease run out before any master could renew it.
+     */
+    static final Duration ELECTION_GRACE = Duration.ofSeconds(6);
 
     /**
      * SIGKILLs {@code master} and waits until one of its replicas has been promoted and every
