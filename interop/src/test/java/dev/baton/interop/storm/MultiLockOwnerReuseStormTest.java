@@ -50,6 +50,8 @@ class MultiLockOwnerReuseStormTest {
     private static final List<String> NAMES = List.of("a", "b", "c", "d");
     private static final int CLIENTS = 3;
     private static final int WORKERS = 4;
+    /** How long a follow-up may wait before it counts as a stall (see round). */
+    private static final long STALL_SECONDS = 2;
     private static final int MAX_DESCRIBED = 8;
     private static final String[] MODES = {"orTimeout", "cancel", "completeOnTimeout", "complete", "tryLockAsync+completeOnTimeout"};
 
@@ -137,7 +139,7 @@ class MultiLockOwnerReuseStormTest {
         }
         System.out.printf("MultiLockOwnerReuseStorm: %d s, rounds=%d, checks=%d, violations=%d"
                         + " (first call granted anyway=%d, follow-up started in the give-up's callback=%d,"
-                        + " follow-ups not granted in 5 s (stalls)=%d, owners replaced after a violation=%d"
+                        + " follow-ups not granted in 2 s (stalls)=%d, owners replaced after a violation=%d"
                         + " (their leftover holds force-unlocked=%d), give-ups=%s)%n",
                 seconds, rounds.get(), checks.get(), violations.get(), firstGranted.get(),
                 followUpInCallback.get(), stalls.get(), ownersReplaced.get(), strayCleared.get(), giveUps);
@@ -309,7 +311,10 @@ class MultiLockOwnerReuseStormTest {
 
         CompletableFuture<Void> next = followUp.get(5, TimeUnit.SECONDS);
         try {
-            next.get(5, TimeUnit.SECONDS);
+            // 2 s: a follow-up waiting on another worker's held set (a wait across two calls,
+            // outside the multi-lock's one-call promise) is a stall, counted and given up; a
+            // shorter wait keeps the 2 s CI storm from spending its time in such stalls.
+            next.get(STALL_SECONDS, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             // Not a promise by itself (a non-fair lock may starve a waiter), but shown: a hold
             // left by nobody would look like this, and the leftover check at the end decides.
@@ -338,13 +343,13 @@ class MultiLockOwnerReuseStormTest {
                     next.get(1, TimeUnit.SECONDS);
                     grantedLate = true;
                 } catch (TimeoutException stillNot) {
-                    violation(context + ": follow-up not granted in 5 s + 1 s although every member is held by this"
+                    violation(context + ": follow-up not granted in " + STALL_SECONDS + " s + 1 s although every member is held by this"
                             + " owner itself: " + state + "; all: " + dump(redis, NAMES));
                 } catch (ExecutionException failed) {
                     violation(context + ": follow-up lockAsync failed with " + describe(failed.getCause()));
                 }
             } else if (stalls.get() <= 3) {
-                System.out.println("  stall: follow-up not granted in 5 s; " + context + "; Redis: " + dump(redis, NAMES));
+                System.out.println("  stall: follow-up not granted in " + STALL_SECONDS + " s; " + context + "; Redis: " + dump(redis, NAMES));
             }
             // Given up now; if it was granted meanwhile (the cancel comes too late), released.
             if (grantedLate || (!next.cancel(true) && !next.isCompletedExceptionally())) {
