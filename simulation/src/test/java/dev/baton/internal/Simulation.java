@@ -287,8 +287,8 @@ abstract class Simulation {
 
     /** The longest gap between two pauses of one client process, in µs; 0: processes never pause. */
     final long pauseEveryMaxMicros;
-    /** Draws the flushes' times and the processes' shapes: a stream of its own (see the constructor). */
-    private final java.util.Random flushes;
+    /** Draws the flushes' times, the processes' clocks and pauses and the restart: a stream of its own (see the constructor). */
+    private final java.util.Random faultDraws;
     /** Set when the run ends: actors finish what they are doing and stop. */
     boolean stopping;
     /** Set while the clients close: what their closing fails is not a finding. */
@@ -318,23 +318,23 @@ abstract class Simulation {
         // it whose script another client had loaded again meanwhile (issue 46: the sabotage of
         // the owner's wait for its unanswered unlock went uncaught without it). Drawn from its own
         // stream, so the seed's other draws stay as they were.
-        flushes = new java.util.Random(new java.util.SplittableRandom(seed).split().nextLong());
-        scriptFlushMaxMicros = flushes.nextInt(3) == 0 ? 1_000 + flushes.nextInt(14_000) : 0;
+        faultDraws = new java.util.Random(new java.util.SplittableRandom(seed).split().nextLong());
+        scriptFlushMaxMicros = faultDraws.nextInt(3) == 0 ? 1_000 + faultDraws.nextInt(14_000) : 0;
         // The client processes (issue 46: client and server shared one clock, and no process
         // ever paused). One seed in three gives each process a clock of its own that drifts from
         // Redis's by up to 0.5 % either way (the leases' allowances are 1 %), from its own origin;
         // one in four pauses each process for 1-10 ms, 2 to 5-60 ms after its last pause ended
         // (less than any lease the runs use: a pause longer than the lease is what Baton cannot
         // promise, guarantees.md). Drawn from the same stream as
-        // the flushes, so the seed's other draws stay as they were.
-        boolean drifts = flushes.nextInt(3) == 0;
-        pauseEveryMaxMicros = flushes.nextInt(4) == 0 ? 5_000 + flushes.nextInt(55_000) : 0;
+        // the script flushes, so the seed's other draws stay as they were.
+        boolean drifts = faultDraws.nextInt(3) == 0;
+        pauseEveryMaxMicros = faultDraws.nextInt(4) == 0 ? 5_000 + faultDraws.nextInt(55_000) : 0;
         StringBuilder shape = new StringBuilder();
         for (String id : List.of("a", "b")) {
             SimClient.Clock process = new SimClient.Clock(world);
             if (drifts || SLOW_CLOCKS != null) {
-                double rate = 1 + (flushes.nextDouble() * 2 - 1) * 0.005;
-                long origin = (long) (flushes.nextDouble() * 1e12);
+                double rate = 1 + (faultDraws.nextDouble() * 2 - 1) * 0.005;
+                long origin = (long) (faultDraws.nextDouble() * 1e12);
                 if (SLOW_CLOCKS != null) {
                     rate = SLOW_CLOCKS; // SimulationTest's check that the judge sees a drift beyond the allowance
                 }
@@ -347,8 +347,8 @@ abstract class Simulation {
         // loss): every key and script gone, every connection dropped. Holds end without a word;
         // what Baton promises then is that the loss is found and told (the watchdog within a third
         // of its timeout, an unlock), that fencing tokens keep rising, and that nothing is left.
-        restartAtNanos = LockSimulation.KINDS.contains(kind) && flushes.nextInt(6) == 0
-                ? TimeUnit.MICROSECONDS.toNanos(20_000 + flushes.nextInt(160_000)) : -1;
+        restartAtNanos = LockSimulation.KINDS.contains(kind) && faultDraws.nextInt(6) == 0
+                ? TimeUnit.MICROSECONDS.toNanos(20_000 + faultDraws.nextInt(160_000)) : -1;
         world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms"
                 + (restartAtNanos >= 0 ? ", Redis restarted empty at " + restartAtNanos / 1000 + " µs" : "")
                 + (scriptFlushMaxMicros > 0 ? ", script cache flushed every 1 ms to " + scriptFlushMaxMicros / 1000 + " ms" : "")
@@ -458,7 +458,7 @@ abstract class Simulation {
 
     /** The next flush of the script cache, 1 ms to {@link #scriptFlushMaxMicros} from now, while the run lasts. */
     private void flushLater() {
-        long delayMicros = 1_000 + (long) (flushes.nextDouble() * (scriptFlushMaxMicros - 1_000));
+        long delayMicros = 1_000 + (long) (faultDraws.nextDouble() * (scriptFlushMaxMicros - 1_000));
         world.at(java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(delayMicros), "script flush", () -> {
             if (!stopping) {
                 world.flushScripts();
@@ -473,8 +473,8 @@ abstract class Simulation {
      * one after it is drawn once it has ended.
      */
     private void pauseLater(SimClient c) {
-        long delayMicros = 2_000 + (long) (flushes.nextDouble() * (pauseEveryMaxMicros - 2_000));
-        long forNanos = java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(1_000 + flushes.nextInt(9_000));
+        long delayMicros = 2_000 + (long) (faultDraws.nextDouble() * (pauseEveryMaxMicros - 2_000));
+        long forNanos = java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(1_000 + faultDraws.nextInt(9_000));
         world.at(java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(delayMicros), "process pause", () -> {
             if (!stopping) {
                 c.clock.pause(forNanos, "client " + c.id);

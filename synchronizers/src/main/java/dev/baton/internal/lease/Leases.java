@@ -236,10 +236,10 @@ public final class Leases {
         // commands in order, but a release refused with NOSCRIPT runs again as EVAL a round trip
         // later, behind an acquire whose script was cached (the simulation found it, multi-lock
         // seed 67: a multi-lock's give-back, then its owner's next multi-lock).
-        releasing.computeIfPresent(k, (x, inFlight) -> {
-            inFlight.forEach(f -> before.add(f.handle((ok, e) -> null)));
-            return inFlight;
-        });
+        CompletableFuture<?> releases = releasesInFlight(key, owner);
+        if (releases != null) {
+            before.add(releases);
+        }
         for (AcquireEngine.Acquisition earlier : givenUp) {
             // Stop it now rather than when its own callback comes (after the caller's, which may
             // be this very call): it settles as soon as no attempt is in flight.

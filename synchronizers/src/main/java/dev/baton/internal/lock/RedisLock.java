@@ -878,16 +878,16 @@ public class RedisLock implements BatonLock {
                         ? " (renewal has stopped, so the lock also ends when its lease runs out)" : ""), cause);
             }
             long left = delivered.value();
-            Lease now = services.leases().get(name, owner);
-            if (heldBefore <= 1 && left > 0 && now != null && now != lease) {
-                // Holds left after the owner's last one was released, and a newer lease of the
-                // owner's: a re-entry sent before this unlock and granted first (Redis ran it
-                // first). Those holds are that lease's, counted there; given back as strays, they
-                // would be taken from under their caller (the multi-lock storm's finding).
-                services.leases().released(lease, recipe.kind());
-                return CompletableFuture.<Void>completedFuture(null);
-            }
             if (heldBefore <= 1 && left > 0) {
+                Lease now = services.leases().get(name, owner);
+                if (now != null && now != lease) {
+                    // A newer lease of the owner's: a re-entry sent before this unlock and granted
+                    // first (Redis ran it first). The holds left are that lease's, counted there;
+                    // given back as strays, they would be taken from under their caller (the
+                    // multi-lock storm's finding).
+                    services.leases().released(lease, recipe.kind());
+                    return CompletableFuture.<Void>completedFuture(null);
+                }
                 // The owner's last hold is released, yet Redis keeps holds for it: nobody's (a late
                 // copy of an earlier acquisition of the owner's landed during this hold). Given back
                 // now, before the unlock returns; left, the watchdog-less hold would keep the lock
