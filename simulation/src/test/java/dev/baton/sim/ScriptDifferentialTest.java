@@ -6,6 +6,7 @@ import dev.baton.testkit.RedisErrorReply;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import dev.baton.testkit.RespClient;
+import dev.baton.testkit.ServerClock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -16,9 +17,11 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -32,23 +35,38 @@ import static org.junit.jupiter.api.Assertions.fail;
  * call the reply, the whole keyspace (every key's type, value and TTL) and the messages
  * published must agree.
  *
- * <p>Time: each real call runs inside {@code MULTI}, behind a {@code TIME} and a key set with a
- * TTL whose {@code PEXPIRETIME} tells the time that EXEC expires keys by; both become the
- * simulated clocks for the same call (see {@link SimRedis#setClock}). The real keyspace is read
- * the same way, by one script, and the simulated one at the same clocks. Deadlines the scripts
- * compute from TIME (a fair waiter's liveness, an expirable permit's expiry) are drawn short,
- * so they pass during a run; TTLs (leases, claim timeouts, marks, request keys) are drawn at
- * 30 s and more, so no key expires during a run: Redis reads its clock for a TTL at moments a
- * few ms apart within one command, and a key expiring in that gap would be judged apart by a
- * sound simulation. Expiry itself is held on virtual time by {@code SimRedisTest}. Numbers derived from the clock may
- * still differ by the moments between Redis's clock readings: values of 10^14 and more
- * (microsecond tickets) may differ by 5,000, values of 100 and more (ms deadlines, TTLs) by 10
- * (50 on a server without PEXPIRETIME, Redis 6.2), smaller ones never. Error replies agree on their code (the first word; a script's own
+ * <p>Time, exact: where the machine can build the testkit's {@link ServerClock} (a C compiler,
+ * Linux), every call runs on a server of its own whose wall clock the test sets: it stands
+ * still during a call and moves between calls by steps drawn from the seed (mostly under 1 ms,
+ * now and then up to 3 s, rarely over a minute), so TTLs and deadlines drawn as short as 1 ms
+ * run out between calls and the keyspace after their expiry is compared too. Each real call
+ * runs inside {@code MULTI} behind a {@code TIME}, which must read exactly the clock the test set
+ * (else the clock did not take), and the simulation gets the same clocks. Every number then
+ * agrees exactly: tickets, deadlines, TTLs and expiry times. Several seeds run
+ * ({@code -Dbaton.sim.diff.seed=N} replays one). A simulation that expires a key at its expiry
+ * millisecond instead of the one after fails the first seed at call 197; on the server's own
+ * clock (below) no seed sees it.
+ *
+ * <p>Time, on a machine without that clock (said in the output as NOT RUN, with why), or with
+ * {@code -Dbaton.sim.diff.ownClock=true}: one seed
+ * runs on the shared server's own clock. The real call still runs inside {@code MULTI}, behind a
+ * {@code TIME} and a key set with a TTL whose {@code PEXPIRETIME} tells the time that EXEC
+ * expires keys by; both become the simulated clocks (see {@link SimRedis#setClock}). TTLs are
+ * then drawn at 30 s and more, so no key expires during the run: Redis reads its clock for a TTL
+ * at moments a few ms apart within one command, and a key expiring in that gap would be judged
+ * apart by a sound simulation. Numbers derived from the clock may differ by the moments between
+ * Redis's clock readings: values of 10^14 and more (microsecond tickets) by 5,000, values of 100
+ * and more (ms deadlines, TTLs) by 10 (50 on a server without PEXPIRETIME, Redis 6.2), smaller
+ * ones never.
+ *
+ * <p>Error replies agree on their code (the first word; a script's own
  * {@code redis.error_reply} text in full).
  */
 @ExtendWith(RedisExtension.class)
 class ScriptDifferentialTest {
     private static final long SEED = 20261126L;
+    /** The seeds run on a server clock the test sets. */
+    private static final long[] EXACT_SEEDS = {20261126L, 20261128L, 7L, 4_242L};
     private static final int CALLS = 2_500;
     private static final String[] OWNERS = {"c1:1", "c1:2", "c2:7"};
     private static final String[] IDS = {"aa01", "aa02", "aa03", "aa04"};
@@ -89,16 +107,39 @@ class ScriptDifferentialTest {
 
     @Test
     void everyScriptAnswersInTheSimulationAsOnRedisServer() {
-        long seed = Long.getLong("baton.sim.diff.seed", SEED);
-        msNoise = 10;
+        String replay = System.getProperty("baton.sim.diff.seed");
+        Optional<String> noClock = Boolean.getBoolean("baton.sim.diff.ownClock")
+                ? Optional.of("-Dbaton.sim.diff.ownClock=true") : ServerClock.unavailable();
+        if (noClock.isPresent()) {
+            System.out.println("[sim-diff] NOT RUN: the exact comparison on a server clock the test sets (" + noClock.get()
+                    + "); one seed runs on the server's own clock, compared within its clock noise");
+            exact = false;
+            msNoise = 10;
+            run(redis, null, replay == null ? SEED : Long.parseLong(replay));
+            return;
+        }
+        exact = true;
+        msNoise = 0;
+        long[] seeds = replay == null ? EXACT_SEEDS : new long[] {Long.parseLong(replay)};
+        for (long seed : seeds) {
+            try (ServerClock clock = ServerClock.at(1_790_000_000_000_000L + seed % 1_000_000_000L);
+                 RedisServer server = RedisServer.start(clock)) {
+                run(server, clock, seed);
+            }
+        }
+    }
+
+    /** One seed's calls, compared one by one; {@code clock} null: the server's own clock. */
+    private void run(RedisServer server, ServerClock clock, long seed) {
         Random random = new Random(seed);
-        redis.command("FLUSHALL");
+        server.command("FLUSHALL");
         SimRedis sim = new SimRedis();
         sim.receivers(channel -> 1); // the subscriber below, on every channel
         Map<Script, Integer> calls = new EnumMap<>(Script.class);
         Map<Script, Integer> answered = new EnumMap<>(Script.class);
-        try (RespClient c = new RespClient(redis.host(), redis.port());
-             RespClient subscriber = new RespClient(redis.host(), redis.port())) {
+        long expiredBetweenCalls = 0;
+        try (RespClient c = new RespClient(server.host(), server.port());
+             RespClient subscriber = new RespClient(server.host(), server.port())) {
             subscriber.call("PSUBSCRIBE", "*");
             for (Script s : Script.values()) {
                 c.call("SCRIPT", "LOAD", s.text());
@@ -106,12 +147,17 @@ class ScriptDifferentialTest {
             }
             List<Call> history = new ArrayList<>();
             for (int i = 0; i < CALLS; i++) {
-                Call call = next(random);
+                if (clock != null) {
+                    clock.advance(step(random), TimeUnit.MICROSECONDS);
+                    long nowMs = clock.micros() / 1000;
+                    expiredBetweenCalls += expiries.stream().filter(at -> at >= 0 && nowMs > at).count();
+                }
+                Call call = next(random, clock != null);
                 history.add(call);
                 calls.merge(call.script(), 1, Integer::sum);
                 String context = "seed " + seed + ", call " + i + ": " + call + "\n  the calls before it: "
                         + history.subList(Math.max(0, history.size() - 8), history.size() - 1);
-                if (!(compareOne(c, subscriber, sim, call, context) instanceof RedisErrorReply)) {
+                if (!(compareOne(c, subscriber, sim, clock, call, context) instanceof RedisErrorReply)) {
                     answered.merge(call.script(), 1, Integer::sum);
                 }
             }
@@ -122,18 +168,38 @@ class ScriptDifferentialTest {
         Set<Script> onlyErrors = EnumSet.allOf(Script.class);
         onlyErrors.removeIf(s -> answered.getOrDefault(s, 0) * 2 > calls.get(s));
         assertEquals(Set.of(), onlyErrors, "every script answers (not an error) in most of its calls");
-        System.out.println("[sim-diff] seed " + seed + ": " + CALLS + " calls agreed; by script, calls (answered without"
-                + " an error): " + calls.keySet().stream().map(s -> s + "=" + calls.get(s) + " (" + answered.getOrDefault(s, 0)
-                + ")").toList());
+        if (clock != null) {
+            assertTrue(expiredBetweenCalls >= CALLS / 50, "keys ran out between calls (" + expiredBetweenCalls
+                    + "), so expiry is compared too");
+        }
+        System.out.println("[sim-diff] seed " + seed + (clock != null ? ", on a server clock the test sets, exact: " : ": ")
+                + CALLS + " calls agreed" + (clock != null ? " (" + expiredBetweenCalls + " keys ran out between calls)" : "")
+                + "; by script, calls (answered without an error): " + calls.keySet().stream()
+                .map(s -> s + "=" + calls.get(s) + " (" + answered.getOrDefault(s, 0) + ")").toList());
+    }
+
+    /** How far the server clock moves before a call, in µs: mostly under 1 ms, now and then up to 3 s, rarely over a minute. */
+    private static long step(Random r) {
+        int draw = r.nextInt(100);
+        if (draw < 60) {
+            return r.nextInt(1_000);
+        }
+        if (draw < 90) {
+            return 1_000 + r.nextInt(99_000);
+        }
+        if (draw < 98) {
+            return 100_000 + r.nextInt(2_900_000);
+        }
+        return 20_000_000 + r.nextInt(60_000_000);
     }
 
     /** Runs one call on both sides and compares; redis-server's reply. */
-    private Object compareOne(RespClient c, RespClient subscriber, SimRedis sim, Call call, String context) {
+    private Object compareOne(RespClient c, RespClient subscriber, SimRedis sim, ServerClock clock, Call call, String context) {
         List<String> command = new ArrayList<>(List.of("EVALSHA", call.script().sha1(), Integer.toString(call.keys().size())));
         command.addAll(call.keys());
         command.addAll(call.args());
         command.add("publish");
-        List<?> exec = inMulti(c, sim, command.toArray(String[]::new));
+        List<?> exec = inMulti(c, sim, clock, command.toArray(String[]::new));
         Object real = exec.get(0);
         Object simulated;
         try {
@@ -156,7 +222,7 @@ class ScriptDifferentialTest {
                 .map(p -> utf8(p.channel()) + " <- " + utf8(p.message())).toList();
         compareReplies(realMessages, simMessages, context + "\n  messages published");
 
-        List<?> realDump = (List<?>) inMulti(c, sim, "EVAL", DUMP, "0").get(0);
+        List<?> realDump = (List<?>) inMulti(c, sim, clock, "EVAL", DUMP, "0").get(0);
         Map<String, List<Object>> realKeys = new TreeMap<>();
         for (Object entry : realDump.subList(2, realDump.size())) {
             List<?> e = (List<?>) entry;
@@ -169,21 +235,27 @@ class ScriptDifferentialTest {
         sim.dump().forEach((key, e) -> simKeys.put(utf8(key), List.of(e[0], new Ttl((Long) e[2]),
                 normalised((String) e[0], decodeList(e[1])))));
         compareReplies(realKeys, simKeys, context + "\n  keyspace (type, expiry time in ms, value) after it");
+        expiries = realKeys.values().stream().map(k -> ((Ttl) k.get(1)).ms()).toList();
         return real;
     }
 
     private static final String CLOCK = "sim:clock";
     /** How far apart two ms readings of one instant may be (see the class comment): 10, or 50 on a server without PEXPIRETIME. */
     private static long msNoise = 10;
+    /** Whether numbers must agree exactly (the server's clock is the test's). */
+    private static boolean exact;
     private boolean expiryClockRead = true;
+    /** When each key of the last keyspace read expires (ms; -1: never), to count the keys that run out before the next call. */
+    private List<Long> expiries = List.of();
 
     /**
      * Runs one command on redis-server inside MULTI and sets the simulation's two clocks to what
      * that EXEC saw (see {@link SimRedis#setClock}): TIME, and the time keys expire by, read as
      * the PEXPIRETIME of a key set in the same EXEC (Redis 7 and later; on 6.2 the expiry clock
-     * follows TIME, said once in the output). The reply of the command itself is returned first.
+     * follows TIME, said once in the output). On a server clock the test sets, both must be that
+     * clock. The reply of the command itself is returned first.
      */
-    private List<?> inMulti(RespClient c, SimRedis sim, String... command) {
+    private List<?> inMulti(RespClient c, SimRedis sim, ServerClock clock, String... command) {
         c.call("MULTI");
         c.call("SET", CLOCK, "1", "PX", "1000000000");
         c.call("TIME");
@@ -197,13 +269,22 @@ class ScriptDifferentialTest {
                 expiryMs = (Long) c.call("PEXPIRETIME", CLOCK) - 1_000_000_000L;
             } catch (RedisErrorReply e) {
                 expiryClockRead = false;
-                msNoise = 50;
-                System.out.println("[sim-diff] this server has no PEXPIRETIME (Redis before 7): the simulated expiry clock"
-                        + " follows TIME, and expiry times (read as TIME + PTTL) and TTLs in replies may differ by 50 ms"
-                        + " instead of 10 (25 ms measured on Redis 6.2 beside a running soak); the TTLs drawn differ by 15 s");
+                if (clock != null) {
+                    System.out.println("[sim-diff] this server has no PEXPIRETIME (Redis before 7): expiry times are read as"
+                            + " TIME + PTTL, exact on the server clock the test sets");
+                } else {
+                    msNoise = 50;
+                    System.out.println("[sim-diff] this server has no PEXPIRETIME (Redis before 7): the simulated expiry clock"
+                            + " follows TIME, and expiry times (read as TIME + PTTL) and TTLs in replies may differ by 50 ms"
+                            + " instead of 10 (25 ms measured on Redis 6.2 beside a running soak); the TTLs drawn differ by 15 s");
+                }
             }
         }
         c.call("DEL", CLOCK);
+        if (clock != null) {
+            assertEquals(clock.micros(), micros, "TIME reads the server clock the test set");
+            assertEquals(micros / 1000, expiryMs, "keys expire by the server clock the test set");
+        }
         sim.setClock(micros, expiryMs);
         return exec.subList(2, exec.size());
     }
@@ -278,7 +359,7 @@ class ScriptDifferentialTest {
 
     private static boolean same(Object a, Object b) {
         if (a instanceof Ttl x && b instanceof Ttl y) {
-            return x.ms() < 0 || y.ms() < 0 ? x.ms() == y.ms() : Math.abs(x.ms() - y.ms()) <= msNoise;
+            return x.ms() < 0 || y.ms() < 0 || exact ? x.ms() == y.ms() : Math.abs(x.ms() - y.ms()) <= msNoise;
         }
         if (a instanceof RedisErrorReply || b instanceof Throwable) {
             if (!(a instanceof RedisErrorReply) || !(b instanceof Throwable)) {
@@ -339,6 +420,9 @@ class ScriptDifferentialTest {
 
     /** Equal, or apart by no more than the microseconds between the two TIME reads can make them (see the class comment). */
     private static boolean close(long x, long y) {
+        if (exact) {
+            return x == y;
+        }
         long d = Math.abs(x - y);
         long m = Math.max(Math.abs(x), Math.abs(y));
         return d == 0 || m >= 100_000_000_000_000L && d <= 5_000 || m >= 100 && d <= msNoise;
@@ -376,8 +460,21 @@ class ScriptDifferentialTest {
         return r.nextInt(12) == 0 ? "mixed" : own;
     }
 
+    /** Whether TTLs and deadlines are drawn short enough to run out during a run (on a server clock the test sets). */
+    private static boolean shortTimes;
+
+    /** One of {@code usual}, or, when times are drawn short, now and then one of {@code short}. */
+    private static String time(Random r, String[] usual, String[] shortOnes) {
+        return shortTimes && r.nextInt(3) == 0 ? pick(r, shortOnes) : pick(r, usual);
+    }
+
     private static String lease(Random r) {
-        return pick(r, new String[] {"30000", "60000"});
+        return time(r, new String[] {"30000", "60000"}, new String[] {"1", "40", "700", "2500"});
+    }
+
+    /** A fair waiter's or a writer's claim timeout. */
+    private static String claim(Random r) {
+        return time(r, new String[] {"30000", "45000"}, new String[] {"15", "900"});
     }
 
     private static List<String> earlier(Random r, String name, String id) {
@@ -396,13 +493,14 @@ class ScriptDifferentialTest {
         return all;
     }
 
-    private static Call next(Random r) {
+    private static Call next(Random r, boolean shortTimesDrawn) {
+        shortTimes = shortTimesDrawn;
         Script script = Script.values()[r.nextInt(Script.values().length)];
         String owner = pick(r, OWNERS);
         String held = Integer.toString(r.nextInt(3));
         String releaseHeld = Integer.toString(1 + r.nextInt(2));
         String id = pick(r, IDS);
-        String requestTtl = pick(r, new String[] {"72000", "36000"});
+        String requestTtl = time(r, new String[] {"72000", "36000"}, new String[] {"20", "1500"});
         switch (script) {
             case LOCK_ACQUIRE: {
                 return new Call(script, List.of(name(r, "lk")), List.of(lease(r), owner, held));
@@ -425,16 +523,16 @@ class ScriptDifferentialTest {
                 return new Call(script, List.of(n, Layout.fencingToken(n)), List.of(lease(r), owner, held));
             }
             case FAIR_ACQUIRE: {
-                String waiterLease = pick(r, new String[] {"30000", "30"});
+                String waiterLease = time(r, new String[] {"30000", "30"}, new String[] {"3", "1200"});
                 return new Call(script, fairKeys(name(r, "fk")), List.of(lease(r), owner, held, waiterLease,
-                        pick(r, new String[] {"30000", "45000"}), r.nextInt(4) == 0 ? "0" : "1"));
+                        claim(r), r.nextInt(4) == 0 ? "0" : "1"));
             }
             case FAIR_RELEASE: {
                 return new Call(script, fairKeys(name(r, "fk")), List.of(lease(r), owner, releaseHeld,
-                        pick(r, new String[] {"30000", "45000"})));
+                        claim(r)));
             }
             case FAIR_FORCE_UNLOCK: {
-                return new Call(script, fairKeys(name(r, "fk")), List.of(pick(r, new String[] {"30000", "45000"})));
+                return new Call(script, fairKeys(name(r, "fk")), List.of(claim(r)));
             }
             case RWLOCK_READ_ACQUIRE: {
                 String n = name(r, "rw");
@@ -449,7 +547,7 @@ class ScriptDifferentialTest {
             case RWLOCK_WRITE_ACQUIRE: {
                 String n = name(r, "rw");
                 return new Call(script, List.of(n, Layout.writerMark(n), Layout.readHoldPrefix(n, owner)), List.of(lease(r), owner + ":write", owner, held,
-                        pick(r, new String[] {"30000", "45000"}), r.nextInt(4) == 0 ? "0" : "1"));
+                        claim(r), r.nextInt(4) == 0 ? "0" : "1"));
             }
             case RWLOCK_WRITE_RELEASE: {
                 String n = name(r, "rw");
@@ -501,7 +599,7 @@ class ScriptDifferentialTest {
                 for (int i = 0; i < permits; i++) {
                     args.add(PERMIT_IDS[(r.nextInt(PERMIT_IDS.length) + i) % PERMIT_IDS.length]);
                 }
-                args.add(pick(r, new String[] {"30000", "-1", "60"}));
+                args.add(time(r, new String[] {"30000", "-1", "60"}, new String[] {"5", "1500"}));
                 args.add(requestTtl);
                 String n = name(r, "xs");
                 // The request key is named after the first id, so calls with the same first id
@@ -527,7 +625,7 @@ class ScriptDifferentialTest {
             }
             case EXPIRABLE_UPDATE_LEASE: {
                 return new Call(script, expirableKeys(name(r, "xs")), List.of(pick(r, PERMIT_IDS),
-                        pick(r, new String[] {"30000", "-1", "60"})));
+                        time(r, new String[] {"30000", "-1", "60"}, new String[] {"5", "1500"})));
             }
             case EXPIRABLE_PERMITS: {
                 String op = pick(r, new String[] {"available", "available", "set", "try_set"});
@@ -566,6 +664,12 @@ class ScriptDifferentialTest {
 
     @Test
     void theComparisonItselfTellsAWrongReplyFromClockNoise() {
+        exact = true;
+        msNoise = 0;
+        assertTrue(!same(1_764_140_000_123_456L, 1_764_140_000_123_457L) && !same(29_999L, 30_000L)
+                        && !same(new Ttl(1_795_673_843_112L), new Ttl(1_795_673_843_113L)) && same(new Ttl(5L), new Ttl(5L)),
+                "on a server clock the test sets, every number agrees exactly");
+        exact = false;
         msNoise = 10;
         assertTrue(same(1_764_140_000_123_456L, 1_764_140_000_124_000L), "microsecond tickets apart by the TIME reads");
         assertTrue(same(29_996L, 30_000L), "a TTL read 4 ms apart");

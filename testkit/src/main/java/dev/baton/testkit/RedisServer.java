@@ -22,6 +22,8 @@ public final class RedisServer implements AutoCloseable {
     private static final String HOST = "127.0.0.1";
 
     private final RedisBinary binary;
+    /** The wall clock the server reads, or null for the machine's. */
+    private final ServerClock clock;
     private final boolean sentinel;
     /** Config lines it starts with; the {@code replicaof} line follows the role it last had (see {@link #restart()}). */
     private volatile List<String> extraConfig;
@@ -30,8 +32,9 @@ public final class RedisServer implements AutoCloseable {
     private Process process;
     private boolean closed;
 
-    private RedisServer(RedisBinary binary, boolean sentinel, List<String> extraConfig, Path dir, int port) {
+    private RedisServer(RedisBinary binary, ServerClock clock, boolean sentinel, List<String> extraConfig, Path dir, int port) {
         this.binary = binary;
+        this.clock = clock;
         this.sentinel = sentinel;
         this.extraConfig = extraConfig;
         this.dir = dir;
@@ -48,15 +51,27 @@ public final class RedisServer implements AutoCloseable {
      * e.g. {@code "requirepass secret"} or {@code "cluster-enabled yes"}.
      */
     public static RedisServer start(String... extraConfigLines) {
-        return start(false, List.of(extraConfigLines));
+        return start(null, false, List.of(extraConfigLines));
+    }
+
+    /**
+     * Starts a standalone server whose wall clock ({@code TIME}, key expiry, every time a script
+     * reads) is {@code clock}, with extra configuration as {@link #start(String...)}; it keeps
+     * that clock across {@link #restart()}.
+     *
+     * @throws IllegalStateException when {@link ServerClock#unavailable()} is not empty
+     */
+    public static RedisServer start(ServerClock clock, String... extraConfigLines) {
+        java.util.Objects.requireNonNull(clock, "clock");
+        return start(clock, false, List.of(extraConfigLines));
     }
 
     /** Starts a Sentinel (the server binary with {@code --sentinel}) with these config lines. */
     static RedisServer startSentinel(List<String> configLines) {
-        return start(true, configLines);
+        return start(null, true, configLines);
     }
 
-    private static RedisServer start(boolean sentinel, List<String> extraConfigLines) {
+    private static RedisServer start(ServerClock clock, boolean sentinel, List<String> extraConfigLines) {
         RedisBinary binary = RedisBinary.resolve();
         for (int attempt = 1; ; attempt++) {
             int port = freePort();
@@ -66,7 +81,7 @@ public final class RedisServer implements AutoCloseable {
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
-            RedisServer server = new RedisServer(binary, sentinel, List.copyOf(extraConfigLines), dir, port);
+            RedisServer server = new RedisServer(binary, clock, sentinel, List.copyOf(extraConfigLines), dir, port);
             try {
                 server.launch();
                 return server;
@@ -115,10 +130,13 @@ public final class RedisServer implements AutoCloseable {
     /** Starts the process, registers it for clean-up and waits for its PING. */
     private void spawn(List<String> command) {
         try {
-            process = new ProcessBuilder(command).directory(dir.toFile())
+            ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile())
                     .redirectErrorStream(true)
-                    .redirectOutput(dir.resolve("stdout.txt").toFile())
-                    .start();
+                    .redirectOutput(dir.resolve("stdout.txt").toFile());
+            if (clock != null) {
+                builder.environment().putAll(clock.environment());
+            }
+            process = builder.start();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start " + binary.server(), e);
         }
