@@ -34,6 +34,16 @@ class WakeUpTest extends TwoClientsTest {
      * commands. Then runs {@code change}; returns how long after it the wait returned true.
      */
     private Duration wokenAfter(String channel, String attempt, Callable<Boolean> wait, Runnable change) throws Exception {
+        return parkThenChange(channel, attempt, wait, change).call();
+    }
+
+    /**
+     * Starts {@code wait} on a thread and lets it park: subscribed to {@code channel}, and both its
+     * attempts (before and after SUBSCRIBE) answered, counted by Redis as two {@code attempt}
+     * commands. Then runs {@code change}; returns how long after it the wait returned true, once
+     * it has. Parked waits that run no command of the same name may be waited for together.
+     */
+    private Callable<Duration> parkThenChange(String channel, String attempt, Callable<Boolean> wait, Runnable change) throws Exception {
         redis.command("CONFIG", "RESETSTAT");
         Future<Long> waiter = threads.submit(() -> {
             assertTrue(wait.call(), "the wait succeeded");
@@ -43,7 +53,7 @@ class WakeUpTest extends TwoClientsTest {
         Await.until(Duration.ofSeconds(10), () -> "two " + attempt + " attempts", () -> redis.calls(attempt) >= 2);
         long changed = System.nanoTime();
         change.run();
-        return Duration.ofNanos(waiter.get(WAIT_SECONDS + 5, TimeUnit.SECONDS) - changed);
+        return () -> Duration.ofNanos(waiter.get(WAIT_SECONDS + 5, TimeUnit.SECONDS) - changed);
     }
 
     private static void assertWoken(Duration took, String what) {
@@ -90,6 +100,17 @@ class WakeUpTest extends TwoClientsTest {
 
     @Test
     void aChangeWithoutAMessageIsFoundByTheReCheck() throws Exception {
+        // The three waits run side by side: each parks and its change is made before the next
+        // starts, and none runs a command the next one's parking is counted by before its re-check
+        // (the semaphore's and the lock's at 3 s and more, the latch's GET only at its own).
+        Duration recheck = Duration.ofSeconds(BatonSemaphore.RECHECK_SECONDS);
+        a.semaphore("r-sem").trySetPermits(0);
+        a.countDownLatch("r-latch").trySetCount(2);
+        Callable<Duration> semaphore = parkThenChange("redisson_sc:{r-sem}", "evalsha",
+                () -> b.semaphore("r-sem").tryAcquire(WAIT_SECONDS, TimeUnit.SECONDS), () -> redis.command("INCRBY", "r-sem", "1"));
+        Callable<Duration> latch = parkThenChange("redisson_countdownlatch__channel__{r-latch}", "get",
+                () -> b.countDownLatch("r-latch").await(WAIT_SECONDS, TimeUnit.SECONDS), () -> redis.command("SET", "r-latch", "0"));
+
         Duration lease = Duration.ofSeconds(3);
         a.lock("r-lock").lock(lease.toMillis(), TimeUnit.MILLISECONDS);
         long taken = System.nanoTime();
@@ -101,15 +122,9 @@ class WakeUpTest extends TwoClientsTest {
         redis.awaitSubscribers("redisson_lock__channel:{r-lock}", 1);
         Await.until(Duration.ofSeconds(10), () -> "the waiter parked", () -> redis.calls("evalsha") >= 2);
         redis.command("DEL", "r-lock"); // gone without a message: the waiter tries again at the lease it saw
-        assertRechecked(Duration.ofNanos(lockWaiter.get(WAIT_SECONDS, TimeUnit.SECONDS) - taken), lease, "a silent DEL of a lock");
 
-        Duration recheck = Duration.ofSeconds(BatonSemaphore.RECHECK_SECONDS);
-        a.semaphore("r-sem").trySetPermits(0);
-        assertRechecked(wokenAfter("redisson_sc:{r-sem}", "evalsha", () -> b.semaphore("r-sem").tryAcquire(WAIT_SECONDS, TimeUnit.SECONDS),
-                () -> redis.command("INCRBY", "r-sem", "1")), recheck, "a silent INCRBY of a semaphore");
-        a.countDownLatch("r-latch").trySetCount(2);
-        assertRechecked(wokenAfter("redisson_countdownlatch__channel__{r-latch}", "get",
-                () -> b.countDownLatch("r-latch").await(WAIT_SECONDS, TimeUnit.SECONDS),
-                () -> redis.command("SET", "r-latch", "0")), recheck, "a silent SET to zero of a latch");
+        assertRechecked(semaphore.call(), recheck, "a silent INCRBY of a semaphore");
+        assertRechecked(latch.call(), recheck, "a silent SET to zero of a latch");
+        assertRechecked(Duration.ofNanos(lockWaiter.get(WAIT_SECONDS, TimeUnit.SECONDS) - taken), lease, "a silent DEL of a lock");
     }
 }
