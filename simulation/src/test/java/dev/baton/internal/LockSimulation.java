@@ -317,6 +317,16 @@ final class LockSimulation extends Simulation {
             return client.id + ":" + ownerId;
         }
 
+        /**
+         * Whether this owner's process stopped, since its call began, for long enough that the
+         * lease it holds may have run out unrenewed: two thirds of the watchdog (a lease renewed
+         * on time has at least that left) or of its fixed lease.
+         */
+        boolean pausedPastLease() {
+            long lease = leaseMs > 0 ? TimeUnit.MILLISECONDS.toNanos(leaseMs) : watchdog.toNanos();
+            return pausedSince(askedAt) >= lease * 2 / 3;
+        }
+
         @Override
         public String toString() {
             return "owner " + field();
@@ -604,10 +614,11 @@ final class LockSimulation extends Simulation {
                 // As for any unlock (see release): a loss told only if it could have happened; a
                 // downgrade whose steps took a third of the watchdog may have let the lease run out.
                 boolean ranLate = world.now() - asked >= watchdog.toNanos() / 3 || stallsOutlastLeases();
-                if (e != null && !(overtaken || lossReportedForHold() || endedByOthersSince(askedAt) || ranLate || leaseMs > 0)) {
+                if (e != null && !(overtaken || lossReportedForHold() || endedByOthersSince(askedAt) || ranLate || leaseMs > 0
+                        || pausedPastLease())) {
                     violation(this + ": the write unlock of a downgrade threw " + e + " for a hold nobody overtook");
                 }
-                boolean writeLost = e != null || overtaken || endedByOthersSince(askedAt);
+                boolean writeLost = e != null || overtaken || endedByOthersSince(askedAt) || pausedPastLease();
                 lock = shared;
                 write = false;
                 if (writeLost) {
@@ -648,6 +659,15 @@ final class LockSimulation extends Simulation {
                 // Held for a moment: a forceUnlock since the call began ended it; the client still
                 // counts it, so the owner goes on to its unlock, which may fail (accepted: forced).
                 world.note(this + " granted by " + how + ", and a forceUnlock since its call began ended it already");
+                return true;
+            }
+            if (inRedis < 1 && pausedPastLease()) {
+                // The grant reached a process that had stopped longer than the lease since the
+                // call began: the hold may have run out before the caller heard of it, which Baton
+                // cannot promise against (guarantees.md); its unlock must still say so.
+                world.note(this + " granted by " + how + " after its process stopped past the lease; Redis no longer holds it");
+                grantsAfterLongPause++;
+                overtaken = leaseMs == 0;
                 return true;
             }
             if (inRedis < 1) {
@@ -712,7 +732,8 @@ final class LockSimulation extends Simulation {
                     // the watchdog: what is left of a lease renewed on time is at least two thirds)
                     // (issue 46: any LeaseLostException used to pass).
                     boolean ranLate = world.now() - asked >= watchdog.toNanos() / 3 || stallsOutlastLeases();
-                    if (!overtaken && !(leaseMs > 0) && !reported && !endedByOthersSince(askedAt) && !ranLate && !toldBefore) {
+                    if (!overtaken && !(leaseMs > 0) && !reported && !endedByOthersSince(askedAt) && !ranLate && !toldBefore
+                            && !pausedPastLease()) {
                         violation(this + ": unlock of a hold nobody overtook, forced or let run out threw " + e);
                     }
                 } else {

@@ -245,6 +245,8 @@ abstract class Simulation {
     final SimWire.Faults faults;
     long grants;
     long operations;
+    /** Lock grants that reached a process stopped past the lease since the call began, Redis no longer holding them. */
+    long grantsAfterLongPause;
     /** Grants a client made without Redis (the semaphore's hand-off), counted at the end. */
     long handedInClient;
     /** Semaphore waits that parked after one refused attempt, their channel quiet since it was sent. */
@@ -284,6 +286,13 @@ abstract class Simulation {
             c.pubSub.reset();
         }
     }
+
+    /** When one client process stops for longer than its leases (world ns from the start), or -1: never. */
+    final long longPauseAtNanos;
+    /** How long it stops. */
+    final long longPauseNanos;
+    /** Which client's process ({@link #clients} index), or -1. */
+    final int longPauseClient;
 
     /** The longest gap between two pauses of one client process, in µs; 0: processes never pause. */
     final long pauseEveryMaxMicros;
@@ -349,8 +358,28 @@ abstract class Simulation {
         // of its timeout, an unlock), that fencing tokens keep rising, and that nothing is left.
         restartAtNanos = LockSimulation.KINDS.contains(kind) && faultDraws.nextInt(6) == 0
                 ? TimeUnit.MICROSECONDS.toNanos(20_000 + faultDraws.nextInt(160_000)) : -1;
+        // One lock seed in five stops one client process once for longer than its leases (issue
+        // 46: a GC pause or a stopped container, up to several leases): 130-400 ms where the
+        // watchdog is 120 ms, 250 ms-4 s elsewhere (fixed leases are 200 ms-1 s, the watchdog 3 s),
+        // 5-120 ms into the run. What a holder does after such a pause Baton cannot promise (its
+        // hold may have run out and gone to another); what it still promises is judged: a grant
+        // that reached its caller after the pause is not counted as held, the holder's unlock
+        // tells the loss, no lease-scoped work claims validity past its lease, tokens rise.
+        if (LockSimulation.KINDS.contains(kind) && faultDraws.nextInt(5) == 0) {
+            longPauseAtNanos = TimeUnit.MICROSECONDS.toNanos(5_000 + faultDraws.nextInt(115_000));
+            longPauseNanos = watchdog == SHORT_WATCHDOG
+                    ? TimeUnit.MICROSECONDS.toNanos(130_000 + faultDraws.nextInt(270_000))
+                    : TimeUnit.MICROSECONDS.toNanos(250_000 + faultDraws.nextInt(3_750_000));
+            longPauseClient = faultDraws.nextInt(2);
+        } else {
+            longPauseAtNanos = -1;
+            longPauseNanos = 0;
+            longPauseClient = -1;
+        }
         world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms"
                 + (restartAtNanos >= 0 ? ", Redis restarted empty at " + restartAtNanos / 1000 + " µs" : "")
+                + (longPauseAtNanos >= 0 ? ", client " + clients.get(longPauseClient).id + "'s process stopped for "
+                        + longPauseNanos / 1000 + " µs at " + longPauseAtNanos / 1000 + " µs" : "")
                 + (scriptFlushMaxMicros > 0 ? ", script cache flushed every 1 ms to " + scriptFlushMaxMicros / 1000 + " ms" : "")
                 + shape + (pauseEveryMaxMicros > 0 ? ", each process paused for 1-10 ms every 2 to " + pauseEveryMaxMicros / 1000 + " ms" : ""));
     }
@@ -425,6 +454,10 @@ abstract class Simulation {
         }
         if (restartAtNanos >= 0) {
             world.at(restartAtNanos, "restart", this::restartEmpty);
+        }
+        if (longPauseAtNanos >= 0) {
+            SimClient c = clients.get(longPauseClient);
+            world.at(longPauseAtNanos, "long process pause", () -> c.clock.pause(longPauseNanos, "client " + c.id + " (long)"));
         }
         if (pauseEveryMaxMicros > 0) {
             for (SimClient c : List.copyOf(clients)) {

@@ -86,6 +86,8 @@ class SimulationTest {
         long driftSeeds = 0;
         long pauseSeeds = 0;
         long restartSeeds = 0;
+        long longPauseSeeds = 0;
+        long grantsAfterLongPause = 0;
         long pausedMicros = 0;
         long noScripts = 0;
         Map<String, Integer> findings = new TreeMap<>();
@@ -105,6 +107,8 @@ class SimulationTest {
             driftSeeds += sim.clients.stream().anyMatch(c -> c.clock.drifts()) ? 1 : 0;
             pauseSeeds += sim.pauseEveryMaxMicros > 0 ? 1 : 0;
             restartSeeds += sim.restartedAt >= 0 ? 1 : 0;
+            longPauseSeeds += sim.longPauseAtNanos >= 0 ? 1 : 0;
+            grantsAfterLongPause += sim.grantsAfterLongPause;
             pausedMicros += sim.clients.stream().mapToLong(c -> c.clock.pausedBetween(0, Long.MAX_VALUE)).sum() / 1000;
             noScripts += sim.world.noScripts();
             if (!sim.cannotPromise.isEmpty() && cannotPromise++ < 3) {
@@ -147,6 +151,7 @@ class SimulationTest {
         }
         if (seeds >= 100 && LockSimulation.KINDS.contains(kind)) {
             assertTrue(restartSeeds > 0, kind + ": no seed of " + seeds + " restarted Redis empty");
+            assertTrue(longPauseSeeds > 0, kind + ": no seed of " + seeds + " stopped a client process past its leases");
         }
         if (pauseSeeds >= 10) {
             assertTrue(pausedMicros > 0, kind + ": " + pauseSeeds + " seeds drew process pauses, and no process paused");
@@ -164,12 +169,13 @@ class SimulationTest {
         }
         System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants%s, %d events,"
                         + " %d seeds flushed the script cache (%d NOSCRIPT replies), %d drifted the clients' clocks, %d paused their processes"
-                        + " (%d ms paused in all), %d restarted Redis empty,"
+                        + " (%d ms paused in all), %d restarted Redis empty, %d stopped a process past its leases"
+                        + " (%d grants reached their callers after Redis had let them go),"
                         + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n",
                 kind, seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants,
                 kind.equals("semaphore") ? " (" + handed + " handed over in the client; " + quiet + " waits parked on a quiet"
                         + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, flushedSeeds, noScripts, driftSeeds, pauseSeeds,
-                pausedMicros / 1000, restartSeeds,
+                pausedMicros / 1000, restartSeeds, longPauseSeeds, grantsAfterLongPause,
                 cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }
