@@ -94,6 +94,39 @@ class FencedLockTest {
         lock.unlock();
     }
 
+    /**
+     * A failover to a replica that lacks the last writes can bring back an owner's released hold
+     * with the counter as it stood then. The owner's next acquisition finds its own hold there,
+     * as a copy of an acquisition whose reply was lost would: it still gets a token above every
+     * token issued, the one another client got on the old master included (found by the
+     * simulation's lagging failovers, fenced seed 249: the old token was handed out again).
+     */
+    @Test
+    void aHoldBroughtBackByAFailoverIsGrantedWithATokenAboveEveryOther() {
+        BatonFencedLock a = clients.open(redis).fencedLock("failover");
+        long first = a.lockAndGetToken();
+        // What the replica has from here on: a's hold and the counter at a's token.
+        List<?> replicaHold = (List<?>) redis.command("HGETALL", "failover");
+        Object replicaCounter = redis.command("GET", "redisson_lock_token:{failover}");
+        a.unlock();
+        BatonFencedLock b = clients.open(redis).fencedLock("failover");
+        long second = b.lockAndGetToken();
+        assertTrue(second > first, first + " then " + second);
+        // The master dies before its replica has the last writes; the replica is promoted.
+        redis.command("DEL", "failover");
+        redis.command("HSET", "failover", (String) replicaHold.get(0), (String) replicaHold.get(1));
+        redis.command("PEXPIRE", "failover", "30000");
+        redis.command("SET", "redisson_lock_token:{failover}", (String) replicaCounter);
+
+        long third = a.lockAndGetToken();
+        assertTrue(third > second, "a's grant after the failover got token " + third + ", not above " + second
+                + " granted before it (a's own earlier token was " + first + ")");
+        assertEquals(Long.toString(third), redis.command("GET", "redisson_lock_token:{failover}"), "the counter is the token issued");
+        assertThrows(LeaseLostException.class, b::unlock, "b's hold went with the old master");
+        a.unlock();
+        assertEquals(0L, redis.command("EXISTS", "failover"));
+    }
+
     @Test
     void aProtectedResourceRejectsAStaleToken() throws Exception {
         // The example of docs/fencing.md: the store remembers the highest token it has seen.

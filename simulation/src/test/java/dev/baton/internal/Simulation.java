@@ -287,12 +287,45 @@ abstract class Simulation {
         }
     }
 
+    /**
+     * When the Redis restart at {@link #restartAtNanos} is a failover to a replica instead: how far
+     * behind the master it was (ns; -1: an empty restart), and how long the demoted master answers
+     * scripts with READONLY.
+     */
+    final long failoverLagNanos;
+    final long readOnlyNanos;
+    /** The replica's keys, taken {@link #failoverLagNanos} before the failover. */
+    private Object replica;
+
     /** When one client process stops for longer than its leases (world ns from the start), or -1: never. */
     final long longPauseAtNanos;
     /** How long it stops. */
     final long longPauseNanos;
     /** Which client's process ({@link #clients} index), or -1. */
     final int longPauseClient;
+
+    /**
+     * A replica {@link #failoverLagNanos} behind takes over: the keys become what it had, its
+     * script cache is empty, and the clients, still on the demoted master, get READONLY for every
+     * script until their connections drop {@link #readOnlyNanos} later.
+     */
+    private void failOverToReplica() {
+        if (stopping) {
+            return;
+        }
+        restartedAt = world.now();
+        world.note("FAILOVER to a replica " + failoverLagNanos / 1000 + " µs behind; READONLY for " + readOnlyNanos / 1000 + " µs");
+        world.server.redis.restore(replica);
+        world.server.serve(new String[] {"SCRIPT", "FLUSH"});
+        world.server.redis.readOnly(true);
+        world.at(readOnlyNanos, "clients follow the failover", () -> {
+            world.server.redis.readOnly(false);
+            for (SimClient c : clients) {
+                c.commands.reset();
+                c.pubSub.reset();
+            }
+        });
+    }
 
     /** The longest gap between two pauses of one client process, in µs; 0: processes never pause. */
     final long pauseEveryMaxMicros;
@@ -376,8 +409,21 @@ abstract class Simulation {
             longPauseNanos = 0;
             longPauseClient = -1;
         }
+        // Half the seeds that lose Redis's data lose only its last writes (issue 46): a replica
+        // 0.5-30 ms behind is promoted (its keys as they were then, holds released since back
+        // with their leases, holds taken since gone, no scripts), and the old master, demoted,
+        // answers every script with READONLY for 1-5 ms before the clients' connections drop.
+        if (restartAtNanos >= 0 && faultDraws.nextBoolean()) {
+            failoverLagNanos = Math.min(restartAtNanos, TimeUnit.MICROSECONDS.toNanos(500 + faultDraws.nextInt(29_500)));
+            readOnlyNanos = TimeUnit.MICROSECONDS.toNanos(1_000 + faultDraws.nextInt(4_000));
+        } else {
+            failoverLagNanos = -1;
+            readOnlyNanos = 0;
+        }
         world.note(kind + " seed " + seed + " faults " + faults + ", watchdog " + watchdog.toMillis() + " ms"
-                + (restartAtNanos >= 0 ? ", Redis restarted empty at " + restartAtNanos / 1000 + " µs" : "")
+                + (restartAtNanos >= 0 && failoverLagNanos < 0 ? ", Redis restarted empty at " + restartAtNanos / 1000 + " µs" : "")
+                + (failoverLagNanos >= 0 ? ", failover at " + restartAtNanos / 1000 + " µs to a replica " + failoverLagNanos / 1000
+                        + " µs behind, READONLY for " + readOnlyNanos / 1000 + " µs" : "")
                 + (longPauseAtNanos >= 0 ? ", client " + clients.get(longPauseClient).id + "'s process stopped for "
                         + longPauseNanos / 1000 + " µs at " + longPauseAtNanos / 1000 + " µs" : "")
                 + (scriptFlushMaxMicros > 0 ? ", script cache flushed every 1 ms to " + scriptFlushMaxMicros / 1000 + " ms" : "")
@@ -452,8 +498,11 @@ abstract class Simulation {
         if (scriptFlushMaxMicros > 0) {
             flushLater();
         }
-        if (restartAtNanos >= 0) {
+        if (restartAtNanos >= 0 && failoverLagNanos < 0) {
             world.at(restartAtNanos, "restart", this::restartEmpty);
+        } else if (restartAtNanos >= 0) {
+            world.at(restartAtNanos - failoverLagNanos, "replica's last sync", () -> replica = world.server.redis.snapshot());
+            world.at(restartAtNanos, "failover", this::failOverToReplica);
         }
         if (longPauseAtNanos >= 0) {
             SimClient c = clients.get(longPauseClient);

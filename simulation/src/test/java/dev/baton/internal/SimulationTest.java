@@ -87,6 +87,8 @@ class SimulationTest {
         long pauseSeeds = 0;
         long restartSeeds = 0;
         long longPauseSeeds = 0;
+        long failoverSeeds = 0;
+        long readOnlyRefusals = 0;
         long grantsAfterLongPause = 0;
         long pausedMicros = 0;
         long noScripts = 0;
@@ -106,7 +108,9 @@ class SimulationTest {
             flushedSeeds += sim.scriptFlushMaxMicros > 0 ? 1 : 0;
             driftSeeds += sim.clients.stream().anyMatch(c -> c.clock.drifts()) ? 1 : 0;
             pauseSeeds += sim.pauseEveryMaxMicros > 0 ? 1 : 0;
-            restartSeeds += sim.restartedAt >= 0 ? 1 : 0;
+            restartSeeds += sim.restartedAt >= 0 && sim.failoverLagNanos < 0 ? 1 : 0;
+            failoverSeeds += sim.restartedAt >= 0 && sim.failoverLagNanos >= 0 ? 1 : 0;
+            readOnlyRefusals += sim.world.server.redis.readOnlyRefusals();
             longPauseSeeds += sim.longPauseAtNanos >= 0 ? 1 : 0;
             grantsAfterLongPause += sim.grantsAfterLongPause;
             pausedMicros += sim.clients.stream().mapToLong(c -> c.clock.pausedBetween(0, Long.MAX_VALUE)).sum() / 1000;
@@ -152,6 +156,8 @@ class SimulationTest {
         if (seeds >= 100 && LockSimulation.KINDS.contains(kind)) {
             assertTrue(restartSeeds > 0, kind + ": no seed of " + seeds + " restarted Redis empty");
             assertTrue(longPauseSeeds > 0, kind + ": no seed of " + seeds + " stopped a client process past its leases");
+            assertTrue(failoverSeeds > 0, kind + ": no seed of " + seeds + " failed over to a replica behind the master");
+            assertTrue(readOnlyRefusals > 0, kind + ": no script met READONLY in " + failoverSeeds + " failovers");
         }
         if (pauseSeeds >= 10) {
             assertTrue(pausedMicros > 0, kind + ": " + pauseSeeds + " seeds drew process pauses, and no process paused");
@@ -169,13 +175,14 @@ class SimulationTest {
         }
         System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants%s, %d events,"
                         + " %d seeds flushed the script cache (%d NOSCRIPT replies), %d drifted the clients' clocks, %d paused their processes"
-                        + " (%d ms paused in all), %d restarted Redis empty, %d stopped a process past its leases"
+                        + " (%d ms paused in all), %d restarted Redis empty, %d failed over to a replica behind (%d scripts refused"
+                        + " with READONLY), %d stopped a process past its leases"
                         + " (%d grants reached their callers after Redis had let them go),"
                         + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n",
                 kind, seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants,
                 kind.equals("semaphore") ? " (" + handed + " handed over in the client; " + quiet + " waits parked on a quiet"
                         + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, flushedSeeds, noScripts, driftSeeds, pauseSeeds,
-                pausedMicros / 1000, restartSeeds, longPauseSeeds, grantsAfterLongPause,
+                pausedMicros / 1000, restartSeeds, failoverSeeds, readOnlyRefusals, longPauseSeeds, grantsAfterLongPause,
                 cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }

@@ -135,9 +135,57 @@ public final class SimRedis {
         return taken;
     }
 
+    /** Whether this server refuses scripts with READONLY, as a master demoted to a replica does. */
+    private boolean readOnly;
+    /** How many scripts it refused so. */
+    private long readOnlyRefusals;
+
+    /** How many scripts this server refused with READONLY. */
+    public long readOnlyRefusals() {
+        return readOnlyRefusals;
+    }
+
+    /** Makes this server refuse every script with READONLY (a master demoted to a replica), or serve again. */
+    public void readOnly(boolean on) {
+        readOnly = on;
+    }
+
+    /** A copy of every key as it is now, expiry times included: what a replica has at this moment. */
+    public Object snapshot() {
+        Map<String, Entry> copy = new TreeMap<>();
+        keys.forEach((key, e) -> copy.put(key, copyOf(e)));
+        return copy;
+    }
+
+    /** Replaces every key with those of a {@link #snapshot()}: a replica promoted with what it had then. */
+    @SuppressWarnings("unchecked")
+    public void restore(Object snapshot) {
+        keys.clear();
+        ((Map<String, Entry>) snapshot).forEach((key, e) -> keys.put(key, copyOf(e)));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Entry copyOf(Entry e) {
+        Object value = e.value;
+        if (value instanceof ZSet z) {
+            ZSet copy = new ZSet();
+            z.scores.forEach(copy::add);
+            value = copy;
+        } else if (value instanceof Map<?, ?> m) {
+            value = new LinkedHashMap<>((Map<String, String>) m);
+        }
+        Entry copy = new Entry(value);
+        copy.expiresAtMs = e.expiresAtMs;
+        return copy;
+    }
+
     /** Runs one command; see the class comment for the reply types. */
     public Object command(String... args) {
         String name = args[0].toUpperCase(Locale.ROOT);
+        if (readOnly && (name.equals("EVAL") || name.equals("EVALSHA"))) {
+            readOnlyRefusals++;
+            throw new SimError("READONLY You can't write against a read only replica.");
+        }
         return switch (name) {
             case "EVAL" -> eval(args[1], args, 2);
             case "EVALSHA" -> {
