@@ -164,7 +164,10 @@ public interface BatonSemaphore {
         Sync.await(addPermitsAsync(permits));
     }
 
-    /** Takes every available permit; returns how many. */
+    /**
+     * Takes every available permit; returns how many: 0 when none is available, and then a count
+     * below zero (after {@link #addPermits(int)} removed permits that were taken) is left as it is.
+     */
     default int drainPermits() {
         return Sync.await(drainPermitsAsync());
     }
@@ -197,7 +200,12 @@ public interface BatonSemaphore {
     /**
      * Asynchronous {@link #acquire(int)}; cancelling the stage's {@code toCompletableFuture()}, or
      * completing it first in any other way ({@code orTimeout}, {@code completeOnTimeout}),
-     * abandons the wait, and permits granted meanwhile are given back.
+     * abandons the wait, and permits granted meanwhile are given back. The stage completes with
+     * {@code null} either way, so a caller that completes it with {@code null} itself cannot tell
+     * from its value whether it holds the permits: {@code complete(null)} says so by its return
+     * value ({@code true}: the caller's completion won, nothing is held), {@code cancel} and
+     * {@code orTimeout} by the exception; to give up after a time, prefer
+     * {@link #tryAcquireAsync(int, long, TimeUnit)}, whose value says it.
      */
     CompletionStage<Void> acquireAsync(int permits);
 
