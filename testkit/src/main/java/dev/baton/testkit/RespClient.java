@@ -51,13 +51,7 @@ public final class RespClient implements AutoCloseable {
     public Object call(String... args) {
         try {
             ByteArrayOutputStream buf = new ByteArrayOutputStream();
-            buf.write(("*" + args.length + "\r\n").getBytes(StandardCharsets.UTF_8));
-            for (String arg : args) {
-                byte[] bytes = arg.getBytes(StandardCharsets.UTF_8);
-                buf.write(("$" + bytes.length + "\r\n").getBytes(StandardCharsets.UTF_8));
-                buf.write(bytes);
-                buf.write("\r\n".getBytes(StandardCharsets.UTF_8));
-            }
+            encode(buf, args);
             out.write(buf.toByteArray());
             out.flush();
             Object reply = read();
@@ -67,6 +61,40 @@ public final class RespClient implements AutoCloseable {
             return reply;
         } catch (IOException e) {
             throw new UncheckedIOException("Redis command " + args[0] + " failed", e);
+        }
+    }
+
+    /**
+     * Sends the commands in one write and reads their replies, in order (a pipeline: one round
+     * trip); an error reply is returned as its {@link RedisErrorReply} in the list, not thrown.
+     *
+     * @throws UncheckedIOException when the connection fails or times out
+     */
+    public java.util.List<Object> pipeline(java.util.List<String[]> commands) {
+        try {
+            ByteArrayOutputStream buf = new ByteArrayOutputStream();
+            for (String[] args : commands) {
+                encode(buf, args);
+            }
+            out.write(buf.toByteArray());
+            out.flush();
+            java.util.List<Object> replies = new java.util.ArrayList<>(commands.size());
+            for (int i = 0; i < commands.size(); i++) {
+                replies.add(read());
+            }
+            return replies;
+        } catch (IOException e) {
+            throw new UncheckedIOException("Redis pipeline of " + commands.size() + " commands failed", e);
+        }
+    }
+
+    private static void encode(ByteArrayOutputStream buf, String[] args) throws IOException {
+        buf.write(("*" + args.length + "\r\n").getBytes(StandardCharsets.UTF_8));
+        for (String arg : args) {
+            byte[] bytes = arg.getBytes(StandardCharsets.UTF_8);
+            buf.write(("$" + bytes.length + "\r\n").getBytes(StandardCharsets.UTF_8));
+            buf.write(bytes);
+            buf.write("\r\n".getBytes(StandardCharsets.UTF_8));
         }
     }
 
