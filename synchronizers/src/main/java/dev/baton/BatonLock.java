@@ -324,9 +324,12 @@ public interface BatonLock extends Lock {
 
     /**
      * Deletes the lock whoever holds it and wakes its waiters. The former holder learns of it
-     * through {@link LeaseLostException} on its next unlock.
+     * through {@link LeaseLostException} on its next unlock. A grant Redis made just before the
+     * force, whose reply was still on its way, still reaches its caller: that holder too learns
+     * of the force at its unlock.
      *
-     * @return whether the lock was held
+     * @return whether the lock was held (for a side of a read-write lock: held in that side's
+     *         mode; held in the other mode, it is left as it is and this returns {@code false})
      */
     default boolean forceUnlock() {
         return Sync.await(forceUnlockAsync());
