@@ -391,14 +391,14 @@ abstract class Simulation {
         // of its timeout, an unlock), that fencing tokens keep rising, and that nothing is left.
         restartAtNanos = LockSimulation.KINDS.contains(kind) && faultDraws.nextInt(6) == 0
                 ? TimeUnit.MICROSECONDS.toNanos(20_000 + faultDraws.nextInt(160_000)) : -1;
-        // One lock seed in five stops one client process once for longer than its leases (issue
+        // One lock or multi-lock seed in five stops one client process once for longer than its leases (issue
         // 46: a GC pause or a stopped container, up to several leases): 130-400 ms where the
         // watchdog is 120 ms, 250 ms-4 s elsewhere (fixed leases are 200 ms-1 s, the watchdog 3 s),
         // 5-120 ms into the run. What a holder does after such a pause Baton cannot promise (its
         // hold may have run out and gone to another); what it still promises is judged: a grant
         // that reached its caller after the pause is not counted as held, the holder's unlock
         // tells the loss, no lease-scoped work claims validity past its lease, tokens rise.
-        if (LockSimulation.KINDS.contains(kind) && faultDraws.nextInt(5) == 0) {
+        if ((LockSimulation.KINDS.contains(kind) || kind.equals("multiLock")) && faultDraws.nextInt(5) == 0) {
             longPauseAtNanos = TimeUnit.MICROSECONDS.toNanos(5_000 + faultDraws.nextInt(115_000));
             longPauseNanos = watchdog == SHORT_WATCHDOG
                     ? TimeUnit.MICROSECONDS.toNanos(130_000 + faultDraws.nextInt(270_000))
