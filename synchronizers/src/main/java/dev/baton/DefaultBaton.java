@@ -8,7 +8,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /**
@@ -37,11 +36,9 @@ final class DefaultBaton implements Baton {
         return new DefaultBaton(ClientRuntime.open(client, options), options);
     }
 
-    private static final AtomicLong OWNER_IDS = new AtomicLong();
-
     /** -1, -2, ...: below every thread id, which is positive. */
     static long newOwnerId() {
-        return OWNER_IDS.decrementAndGet();
+        return dev.baton.internal.lease.OwnerIds.next();
     }
 
     static BatonMultiLock multiLock(List<? extends BatonLock> locks) {

@@ -70,6 +70,27 @@ class PackageLayersTest {
         assertEquals(Set.of("DefaultBaton.java", "Sync.java"), reaching);
     }
 
+    /**
+     * The implementation never reaches back up into the API's own implementation: it may name the
+     * API's types (options, exceptions, the synchronizer interfaces it implements), but not
+     * {@code DefaultBaton} nor a static method of {@code Baton} (issue 47: the owner-id counter
+     * lived in DefaultBaton and RedisLock and MultiLock called up to it).
+     */
+    @Test
+    void theImplementationNamesNoApiImplementation() throws IOException {
+        Pattern upward = Pattern.compile("\\bDefaultBaton\\b|\\bBaton\\.[a-z]\\w*\\s*\\(");
+        List<String> found = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(SOURCES.resolve("dev/baton/internal"))) {
+            files.filter(p -> p.toString().endsWith(".java")).forEach(p -> {
+                Matcher m = upward.matcher(code(p));
+                while (m.find()) {
+                    found.add(SOURCES.relativize(p) + ": " + m.group());
+                }
+            });
+        }
+        assertEquals(List.of(), found, "internal code calling up into the API's implementation");
+    }
+
     private static int layer(String pkg) {
         for (int i = 0; i < LAYERS.size(); i++) {
             if (LAYERS.get(i).contains(pkg)) {

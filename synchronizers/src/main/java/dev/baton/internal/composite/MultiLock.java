@@ -6,12 +6,12 @@ package dev.baton.internal.composite;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
-import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonMultiLock;
 import dev.baton.LeaseScope;
 import dev.baton.LeaseWork;
 import dev.baton.RedisUnavailableException;
+import dev.baton.internal.lease.OwnerIds;
 import dev.baton.internal.command.Failures;
 import dev.baton.internal.engine.Blocking;
 import dev.baton.internal.lease.LeaseScopedWork;
@@ -686,7 +686,7 @@ public final class MultiLock implements BatonMultiLock {
 
     @Override
     public <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
-        return withLockAsync(Baton.newOwnerId(), work);
+        return withLockAsync(OwnerIds.next(), work);
     }
 
     @Override

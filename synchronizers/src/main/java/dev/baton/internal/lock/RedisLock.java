@@ -4,7 +4,6 @@ package dev.baton.internal.lock;
 // line or two) and the one attempt and release every lock kind shares; what differs per kind is
 // in its LockRecipe.
 
-import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonObserver;
 import dev.baton.LeaseLostException;
@@ -13,6 +12,7 @@ import dev.baton.LeaseWork;
 import dev.baton.LockHold;
 import dev.baton.RedisUnavailableException;
 import dev.baton.ReplicaSyncException;
+import dev.baton.internal.lease.OwnerIds;
 import dev.baton.internal.Services;
 import dev.baton.internal.command.CommandExecutor;
 import dev.baton.internal.command.Failures;
@@ -167,7 +167,7 @@ public class RedisLock implements BatonLock {
 
     @Override
     public <T> CompletionStage<T> withLockAsync(Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
-        return withLockAsync(Baton.newOwnerId(), work);
+        return withLockAsync(OwnerIds.next(), work);
     }
 
     @Override
