@@ -290,6 +290,8 @@ final class LockSimulation extends Simulation {
         long askedAt;
         long leaseMs;
         boolean overtaken;
+        /** When another grant last overtook this hold (world time). */
+        long overtakenAt;
         /**
          * Whether this owner's previous call was abandoned (cancelled, or ended by its caller): the
          * next call first lets that call's clean-up go out, which may wait one command timeout
@@ -315,6 +317,15 @@ final class LockSimulation extends Simulation {
 
         String field() {
             return client.id + ":" + ownerId;
+        }
+
+        /**
+         * Whether the reply of a call sent at {@code sent} may have waited out a pause of this
+         * owner's process that the overtaking fell in: the call may have run in Redis before it
+         * (an unlock of one of several holds, say) and rightly ended normally, heard only later.
+         */
+        boolean replyHeldByPause(long sent) {
+            return overtakenAt > sent && pausedSince(sent) > 0;
         }
 
         /**
@@ -690,6 +701,7 @@ final class LockSimulation extends Simulation {
             for (Owner other : owners) {
                 if (other != this && other.grantedAt >= 0 && !other.overtaken && !other.releasing && (write || other.write)) {
                     other.overtaken = true;
+                    other.overtakenAt = world.now();
                     boolean leaseRanOut = other.leaseMs > 0 && world.now() >= other.askedAt + TimeUnit.MILLISECONDS.toNanos(other.leaseMs);
                     world.note(other + "'s hold was overtaken by " + this + (leaseRanOut ? " (its fixed lease had run out)" : ""));
                     if (leaseRanOut) {
@@ -717,7 +729,7 @@ final class LockSimulation extends Simulation {
                 }
                 boolean reported = lossReportedForHold();
                 if (e == null) {
-                    if (overtaken && !reported && !endedByOthersSince(askedAt)) {
+                    if (overtaken && !reported && !endedByOthersSince(askedAt) && !replyHeldByPause(asked)) {
                         violation(this + "'s hold was overtaken by another grant, and its unlock returned normally"
                                 + " with no loss reported");
                     }
