@@ -392,7 +392,7 @@ abstract class Simulation {
         // loss): every key and script gone, every connection dropped. Holds end without a word;
         // what Baton promises then is that the loss is found and told (the watchdog within a third
         // of its timeout, an unlock), that fencing tokens keep rising, and that nothing is left.
-        restartAtNanos = (LockSimulation.KINDS.contains(kind) || kind.equals("semaphore") || kind.equals("latch"))
+        restartAtNanos = (LockSimulation.KINDS.contains(kind) || List.of("semaphore", "expirableSemaphore", "latch").contains(kind))
                 && faultDraws.nextInt(6) == 0
                 ? TimeUnit.MICROSECONDS.toNanos(20_000 + faultDraws.nextInt(160_000)) : -1;
         // One lock or multi-lock seed in five stops one client process once for longer than its leases (issue

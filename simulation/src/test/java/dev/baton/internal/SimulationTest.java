@@ -156,7 +156,7 @@ class SimulationTest {
         if (seeds >= 100 && (LockSimulation.KINDS.contains(kind) || kind.equals("multiLock"))) {
             assertTrue(longPauseSeeds > 0, kind + ": no seed of " + seeds + " stopped a client process past its leases");
         }
-        if (seeds >= 100 && (LockSimulation.KINDS.contains(kind) || kind.equals("semaphore") || kind.equals("latch"))) {
+        if (seeds >= 100 && (LockSimulation.KINDS.contains(kind) || List.of("semaphore", "expirableSemaphore", "latch").contains(kind))) {
             assertTrue(restartSeeds > 0, kind + ": no seed of " + seeds + " restarted Redis empty");
             assertTrue(failoverSeeds > 0, kind + ": no seed of " + seeds + " failed over to a replica behind the master");
             assertTrue(readOnlyRefusals > 0, kind + ": no script met READONLY in " + failoverSeeds + " failovers");
