@@ -154,6 +154,7 @@ public final class BatonOptions {
         b.watchdogTimeout = watchdogTimeout;
         b.renewalBatchSize = renewalBatchSize;
         b.fairLockWaiterTimeout = fairLockWaiterTimeout;
+        b.clockDriftAllowance = clockDriftAllowance;
         b.replicaSyncReplicas = replicaSyncReplicas;
         b.replicaSyncTimeout = replicaSyncTimeout;
         b.replicaSyncFailure = replicaSyncFailure;
