@@ -71,12 +71,12 @@ final class SemaphoreSimulation extends Simulation {
         String available = value == null ? "missing" : String.valueOf(value[1]);
         if (restartedAt >= 0) {
             // After Redis lost its data the count is what the releases since add up to (the
-            // permits of holds taken before the loss and given back after it): never more than
-            // the semaphore had after an empty restart, never below zero (guarantees.md, "Redis
-            // losing its data").
-            // A replica promoted behind the master also lacks acquisitions whose permits come back
-            // after it: at most every permit once more.
-            long most = failoverLagNanos >= 0 ? 2L * PERMITS : PERMITS;
+            // permits of holds taken before the loss and given back after it), never below zero
+            // (guarantees.md, "Redis losing its data").
+            // At most every permit once more: a release Baton sends again after the loss counts
+            // again (its request key went with the data; semaphore seed 400505), and a replica
+            // promoted behind the master lacks acquisitions whose permits come back after it.
+            long most = 2L * PERMITS;
             long left = value == null ? 0 : Long.parseLong(available);
             if (left < 0 || left > most) {
                 violation("after a data loss and the drain Redis counts " + available + " permits available, outside 0.." + most);
