@@ -9,6 +9,7 @@ import org.redisson.api.RPermitExpirableSemaphore;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -37,15 +38,29 @@ class MixedTortureTest extends InteropTest {
         // 4 threads on Baton (one client) and 4 on Redisson: neither side starves the other.
         long[] longestWaitNanos = new long[2];
         int[] grantedTo = new int[1200]; // 0 Baton, 1 Redisson, in grant order (written while held)
+        long[] grantedAt = new long[1200];
+        long[] firstAsked = new long[8];
         AtomicInteger grants = new AtomicInteger();
+        // Both clients have taken the lock once (connections up, scripts loaded) and all eight
+        // threads start together: a Redisson client slow to make its first call is not "starved".
+        CyclicBarrier start = new CyclicBarrier(8);
         for (int t = 0; t < 8; t++) {
             boolean useBaton = t % 2 == 0;
+            int thread = t;
             Lock write = kind.equals("lock")
                     ? (useBaton ? baton.lock("mixed") : redisson.getLock("mixed"))
                     : (useBaton ? baton.readWriteLock("mixed-rw").writeLock() : redisson.getReadWriteLock("mixed-rw").writeLock());
+            if (t < 2) {
+                write.lock();
+                write.unlock();
+            }
             workers.add(threads.submit(() -> {
+                start.await(30, TimeUnit.SECONDS);
                 for (int i = 0; i < 150; i++) {
                     long asked = System.nanoTime();
+                    if (i == 0) {
+                        firstAsked[thread] = asked;
+                    }
                     write.lock();
                     long waited = System.nanoTime() - asked;
                     synchronized (longestWaitNanos) {
@@ -53,7 +68,9 @@ class MixedTortureTest extends InteropTest {
                         longestWaitNanos[side] = Math.max(longestWaitNanos[side], waited);
                     }
                     try {
-                        grantedTo[grants.getAndIncrement()] = useBaton ? 0 : 1;
+                        int g = grants.getAndIncrement();
+                        grantedTo[g] = useBaton ? 0 : 1;
+                        grantedAt[g] = System.nanoTime();
                         if (inside.incrementAndGet() > 1) {
                             overlaps.incrementAndGet();
                         }
@@ -71,11 +88,20 @@ class MixedTortureTest extends InteropTest {
         for (Future<?> w : workers) {
             w.get(3, TimeUnit.MINUTES);
         }
-        // The grants until one side made its last acquisition: until then both asked.
+        // The grants from the moment every thread had asked (its first call) until one side made
+        // its last acquisition: while both asked.
+        long allAsked = java.util.Arrays.stream(firstAsked).max().orElseThrow();
+        int[] total = new int[2];
         int[] taken = new int[2];
         int counted = 0;
-        while (counted < grantedTo.length && ++taken[grantedTo[counted++]] < 600) {
-            // counting
+        for (int g = 0; g < grantedTo.length; g++) {
+            if (grantedAt[g] >= allAsked) {
+                taken[grantedTo[g]]++;
+                counted++;
+            }
+            if (++total[grantedTo[g]] == 600) {
+                break;
+            }
         }
         System.out.println("[mixed " + kind + "] longest wait of a Baton thread " + longestWaitNanos[0] / 1_000_000
                 + " ms, of a Redisson thread " + longestWaitNanos[1] / 1_000_000 + " ms; while both asked, Baton took "
