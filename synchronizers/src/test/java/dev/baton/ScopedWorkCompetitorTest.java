@@ -140,7 +140,11 @@ class ScopedWorkCompetitorTest {
                         scopeOf.set(scope);
                         working.countDown();
                         while (!Thread.currentThread().isInterrupted()) {
-                            Thread.onSpinWait(); // work that checks for its stop all along
+                            // Work that checks for its stop all along, without taking a core: on
+                            // 2 cores a spinning work thread beside the competitor's loop kept
+                            // the stop's timer thread waiting for the CPU (a stop 33 ms late once,
+                            // in a CI run on Valkey). The interrupt ends the park at once.
+                            java.util.concurrent.locks.LockSupport.parkNanos(200_000);
                         }
                         stopSeen.set(System.nanoTime());
                         return null;
