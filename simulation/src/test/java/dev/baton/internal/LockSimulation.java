@@ -326,23 +326,14 @@ final class LockSimulation extends Simulation {
             return client.id + ":" + ownerId;
         }
 
-        /**
-         * Whether the reply of a call sent at {@code sent} may have waited out a pause of this
-         * owner's process that the overtaking fell in: the call may have run in Redis before it
-         * (an unlock of one of several holds, say) and rightly ended normally, heard only later.
-         */
+        /** Whether the unlock's reply sent at {@code sent} may have been heard only after an overtaking (see BaseActor). */
         boolean replyHeldByPause(long sent) {
-            return overtakenAt > sent && pausedSince(sent) > 0;
+            return replyHeldByPause(sent, overtakenAt);
         }
 
-        /**
-         * Whether this owner's process stopped, since its call began, for long enough that the
-         * lease it holds may have run out unrenewed: two thirds of the watchdog (a lease renewed
-         * on time has at least that left) or of its fixed lease.
-         */
+        /** Whether this owner's lease may have run out while its process stopped since the call began (see BaseActor). */
         boolean pausedPastLease() {
-            long lease = leaseMs > 0 ? TimeUnit.MILLISECONDS.toNanos(leaseMs) : watchdog.toNanos();
-            return pausedSince(askedAt) >= lease * 2 / 3;
+            return pausedPastLease(askedAt, leaseMs);
         }
 
         @Override

@@ -257,8 +257,7 @@ final class MultiLockSimulation extends Simulation {
             overtaken = false;
             holding = chosen;
             StringBuilder redis = new StringBuilder();
-            long leaseNanos = leaseMs > 0 ? TimeUnit.MILLISECONDS.toNanos(leaseMs) : watchdog.toNanos();
-            boolean pausedPastLease = pausedSince(askedAt) >= leaseNanos * 2 / 3;
+            boolean pausedPastLease = pausedPastLease(askedAt, leaseMs);
             List<Integer> heldNow = new ArrayList<>();
             for (int i : chosen) {
                 long held = heldInRedis(NAMES.get(i), field());
@@ -318,8 +317,7 @@ final class MultiLockSimulation extends Simulation {
                 if (e == null) {
                     // Unless the reply waited out a pause of the owner's process that the
                     // overtaking fell in (as in LockSimulation: it ran before, heard later).
-                    boolean heldByPause = overtakenAt > asked && pausedSince(asked) > 0;
-                    if (overtaken && !reported && !heldByPause) {
+                    if (overtaken && !reported && !replyHeldByPause(asked, overtakenAt)) {
                         violation(this + "'s hold of " + names(holding) + " was overtaken by another grant, and its unlock"
                                 + " returned normally with no loss reported");
                     }

@@ -69,6 +69,26 @@ abstract class Simulation {
             return p == null ? 0 : p.pausedBetween(from, world.now());
         }
 
+        /**
+         * Whether a lease taken by a call that began at {@code asked} may have run out unrenewed
+         * while the actor's process stopped: it stopped since for two thirds of the watchdog (a
+         * lease renewed on time has at least that left) or of the fixed lease ({@code leaseMs} > 0).
+         */
+        boolean pausedPastLease(long asked, long leaseMs) {
+            long lease = leaseMs > 0 ? TimeUnit.MILLISECONDS.toNanos(leaseMs) : watchdog.toNanos();
+            return pausedSince(asked) >= lease * 2 / 3;
+        }
+
+        /**
+         * Whether the reply of a call sent at {@code sent} may have waited out a pause of the
+         * actor's process that an overtaking (at {@code overtakenAt}) fell in: the call may have
+         * run in Redis before it (an unlock of one of several holds, say) and rightly ended
+         * normally, heard only later.
+         */
+        boolean replyHeldByPause(long sent, long overtakenAt) {
+            return overtakenAt > sent && pausedSince(sent) > 0;
+        }
+
         /** Runs {@code run} in the actor's process after {@code delayNanos} (held through its pauses). */
         void later(long delayNanos, String what, Runnable run) {
             SimClient.Clock p = process();
