@@ -287,6 +287,9 @@ class NemesisSoakTest {
             steps.add(() -> batonExclusive(rec, rw, true, b.readWriteLock(rw).writeLock(), owner, ":write"));
             steps.add(() -> batonExclusive(rec, rw, false, b.readWriteLock(rw).readLock(), owner, ""));
             steps.add(() -> batonFenced(rec, fenced, b.fencedLock(fenced), owner));
+            // Two workers per client and Redisson's: five on three permits, so "never more than the
+            // permits" can fail, and reaching them does not wait on all of three workers at once.
+            steps.add(() -> batonSemaphore(rec, sem, b.semaphore(sem)));
             steps.add(() -> batonSemaphore(rec, sem, b.semaphore(sem)));
             steps.add(() -> batonExpirable(rec, xsem, b.permitExpirableSemaphore(xsem)));
         }

@@ -89,6 +89,7 @@ class SimulationTest {
         long longPauseSeeds = 0;
         long failoverSeeds = 0;
         long readOnlyRefusals = 0;
+        long refusedFailovers = 0;
         long grantsAfterLongPause = 0;
         long pausedMicros = 0;
         long noScripts = 0;
@@ -111,6 +112,7 @@ class SimulationTest {
             restartSeeds += sim.restartedAt >= 0 && sim.failoverLagNanos < 0 ? 1 : 0;
             failoverSeeds += sim.restartedAt >= 0 && sim.failoverLagNanos >= 0 ? 1 : 0;
             readOnlyRefusals += sim.world.server.redis.readOnlyRefusals();
+            refusedFailovers += sim.world.server.redis.readOnlyRefusals() > 0 ? 1 : 0;
             longPauseSeeds += sim.longPauseAtNanos >= 0 ? 1 : 0;
             grantsAfterLongPause += sim.grantsAfterLongPause;
             pausedMicros += sim.clients.stream().mapToLong(c -> c.clock.pausedBetween(0, Long.MAX_VALUE)).sum() / 1000;
@@ -178,13 +180,13 @@ class SimulationTest {
         System.out.printf("[sim %s] %d seeds (%d to %d), %d ms of virtual time each: %d operations, %d grants%s, %d events,"
                         + " %d seeds flushed the script cache (%d NOSCRIPT replies), %d drifted the clients' clocks, %d paused their processes"
                         + " (%d ms paused in all), %d restarted Redis empty, %d failed over to a replica behind (%d scripts refused"
-                        + " with READONLY), %d stopped a process past its leases"
+                        + " with READONLY, in %d of them), %d stopped a process past its leases"
                         + " (%d grants reached their callers after Redis had let them go),"
                         + " no violation (%d seeds met a late copy of a release or an acquire, which Baton cannot promise), in %d ms%n",
                 kind, seeds, first, first + seeds - 1, RUN.toMillis(), operations, grants,
                 kind.equals("semaphore") ? " (" + handed + " handed over in the client; " + quiet + " waits parked on a quiet"
                         + " channel after one attempt; " + passed + " wake-ups passed on)" : "", steps, flushedSeeds, noScripts, driftSeeds, pauseSeeds,
-                pausedMicros / 1000, restartSeeds, failoverSeeds, readOnlyRefusals, longPauseSeeds, grantsAfterLongPause,
+                pausedMicros / 1000, restartSeeds, failoverSeeds, readOnlyRefusals, refusedFailovers, longPauseSeeds, grantsAfterLongPause,
                 cannotPromise,
                 (System.nanoTime() - started) / 1_000_000);
     }

@@ -145,9 +145,17 @@ public final class SimRedis {
         return readOnlyRefusals;
     }
 
+    /** Runs once at each script this server refuses with READONLY; null: nothing. */
+    private Runnable onReadOnlyRefusal;
+
     /** Makes this server refuse every script with READONLY (a master demoted to a replica), or serve again. */
     public void readOnly(boolean on) {
         readOnly = on;
+    }
+
+    /** Sets what runs at each script refused with READONLY (null: nothing). */
+    public void onReadOnlyRefusal(Runnable action) {
+        onReadOnlyRefusal = action;
     }
 
     /** A copy of every key as it is now, expiry times included: what a replica has at this moment. */
@@ -184,6 +192,9 @@ public final class SimRedis {
         String name = args[0].toUpperCase(Locale.ROOT);
         if (readOnly && (name.equals("EVAL") || name.equals("EVALSHA"))) {
             readOnlyRefusals++;
+            if (onReadOnlyRefusal != null) {
+                onReadOnlyRefusal.run();
+            }
             throw new SimError("READONLY You can't write against a read only replica.");
         }
         return switch (name) {
