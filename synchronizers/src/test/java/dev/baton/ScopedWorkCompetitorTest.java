@@ -23,8 +23,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 45: lease-scoped work against a real competitor. The holder's client is cut off from
  * Redis by a proxy that stops forwarding without closing anything (a silent partition: nothing
  * tells the client, its renewals and commands just get no answer); a second client tries to take
- * the same synchronizer as fast as it can, so it is granted as soon as Redis lets the holder's
- * lease expire. The holder's work must be stopped strictly before that grant: before the send of
+ * the same synchronizer again and again (pausing 200 µs between attempts, so that on a 2-core
+ * machine its loop and Redis do not keep the holder's work thread from both cores: a MULTI stop
+ * was seen 27 ms and 34 ms late in CI runs while the loop spun), so it is granted within a
+ * round trip and 200 µs of Redis letting the holder's lease expire. The holder's work must be stopped strictly before that grant: before the send of
  * the competitor's attempt that was granted (Redis ran it no earlier). Each kind, several rounds;
  * the margin (competitor's send minus the stop as the work saw it) is printed.
  *
@@ -165,6 +167,7 @@ class ScopedWorkCompetitorTest {
                     competitorSent.set(sent);
                     break;
                 }
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000);
             }
             work.join(TimeUnit.SECONDS.toMillis(10));
             proxy.setBlackhole(false);
