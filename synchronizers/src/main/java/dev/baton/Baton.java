@@ -195,6 +195,19 @@ public interface Baton extends AutoCloseable {
     BatonPermitExpirableSemaphore permitExpirableSemaphore(String name);
 
     /**
+     * The rate limiter with this name, admitting at most {@code limit} across every client that
+     * uses the name (on Redis's clock). Baton's own layout, {@code baton_rate:{name}}: Redisson's
+     * {@code RRateLimiter} of the same name is a separate budget (see the rate limiter's guide).
+     * While the limiter exists in Redis the limit stored there applies; see
+     * {@link BatonRateLimiter} ("The limit, and two clients that disagree").
+     *
+     * @throws NullPointerException     if {@code name} or {@code limit} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonRateLimiter rateLimiter(String name, RateLimit limit);
+
+    /**
      * The count-down latch with this name (also its Redis key), Redisson-compatible.
      *
      * @throws NullPointerException     if {@code name} is null

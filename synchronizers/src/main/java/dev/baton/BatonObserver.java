@@ -34,7 +34,9 @@ public interface BatonObserver {
         /** The permit-expirable semaphore. */
         PERMIT_EXPIRABLE_SEMAPHORE,
         /** The count-down latch (an await). */
-        COUNT_DOWN_LATCH
+        COUNT_DOWN_LATCH,
+        /** The rate limiter (an acquisition: admitted, refused, or given up while waiting for its slot). */
+        RATE_LIMITER
     }
 
     /** How an acquisition (a lock, permits, a latch's await) ended. */

@@ -93,6 +93,11 @@ final class DefaultBaton implements Baton {
     }
 
     @Override
+    public BatonRateLimiter rateLimiter(String name, RateLimit limit) {
+        return runtime.rateLimiter(name, limit);
+    }
+
+    @Override
     public BatonCountDownLatch countDownLatch(String name) {
         return runtime.countDownLatch(name);
     }

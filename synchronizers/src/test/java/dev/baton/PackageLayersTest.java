@@ -37,7 +37,7 @@ class PackageLayersTest {
             Set.of("engine"),
             Set.of("lease", "unconfirmed"),
             Set.of(""),
-            Set.of("lock", "semaphore", "latch"),
+            Set.of("lock", "semaphore", "latch", "ratelimit"),
             Set.of("composite"),
             Set.of("runtime"));
     private static final Pattern INTERNAL = Pattern.compile("\\bdev\\.baton\\.internal(?:\\.([a-z]\\w*))?\\.[A-Z]");

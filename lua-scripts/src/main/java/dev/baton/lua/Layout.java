@@ -90,4 +90,13 @@ public final class Layout {
     public static String latchChannel(String name) {
         return "redisson_countdownlatch__channel__{" + name + "}";
     }
+
+    /**
+     * A rate limiter's state, Baton's own (Redisson's {@code RRateLimiter} keeps other keys at
+     * the bare name): {@code baton_rate:{name}}, a hash that expires once the limiter is full
+     * again.
+     */
+    public static String rateLimiter(String name) {
+        return "baton_rate:" + hashTagged(name);
+    }
 }

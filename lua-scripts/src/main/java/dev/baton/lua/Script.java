@@ -78,7 +78,17 @@ public enum Script {
     /** Batched watchdog renewal of read holds. */
     RWLOCK_READ_RENEW("rwlock_read_renew.lua"),
     /** A waiting writer gives up and removes its mark. */
-    RWLOCK_WRITER_LEAVE("rwlock_writer_leave.lua");
+    RWLOCK_WRITER_LEAVE("rwlock_writer_leave.lua"),
+    /** Admit permits of a rate limiter now or reserve their slot, on Redis's clock, once per request id. */
+    RATE_ACQUIRE("rate_acquire.lua"),
+    /** Undo a rate limiter request whose caller gave up or heard no reply, once per request id. */
+    RATE_CANCEL("rate_cancel.lua"),
+    /** Read a rate limiter's limit and backlog on Redis's clock. */
+    RATE_STATE("rate_state.lua"),
+    /** Change a rate limiter's limit for every client, keeping its backlog. */
+    RATE_SET_LIMIT("rate_set_limit.lua"),
+    /** Delete a rate limiter. */
+    RATE_DELETE("rate_delete.lua");
 
     private final String fileName;
     private final String text;

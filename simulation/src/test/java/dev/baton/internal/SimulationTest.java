@@ -32,7 +32,7 @@ class SimulationTest {
 
     /** Every kind simulated. */
     static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore",
-            "expirableSemaphore", "latch", "multiLock", "redLock");
+            "expirableSemaphore", "latch", "multiLock", "redLock", "rateLimiter");
 
     static List<String> kinds() {
         return KINDS;
@@ -45,6 +45,7 @@ class SimulationTest {
             case "latch" -> new LatchSimulation(seed, trace, RUN);
             case "multiLock" -> new MultiLockSimulation(seed, trace, RUN);
             case "redLock" -> new RedLockSimulation(seed, trace, RUN);
+            case "rateLimiter" -> new RateLimiterSimulation(seed, trace, RUN);
             default -> new LockSimulation(kind, seed, trace, RUN);
         };
     }

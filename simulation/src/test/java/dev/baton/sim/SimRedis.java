@@ -232,7 +232,23 @@ public final class SimRedis {
         List<String> k = List.of(args).subList(at + 1, at + 1 + count);
         List<String> argv = List.of(args).subList(at + 1 + count, args.length);
         scriptsBySha.put(sha1(text), text);
-        return lua.run(text, k, argv);
+        Object reply = lua.run(text, k, argv);
+        if (scriptListener != null) {
+            scriptListener.ran(text, k, argv, reply, nowMicros);
+        }
+        return reply;
+    }
+
+    /** Hears every script this server ran, with its reply and the server's time then (a judge's view). */
+    public interface ScriptListener {
+        void ran(String text, List<String> keys, List<String> argv, Object reply, long nowMicros);
+    }
+
+    private ScriptListener scriptListener;
+
+    /** Sets who hears every script run (null: nobody). */
+    public void onScript(ScriptListener listener) {
+        scriptListener = listener;
     }
 
     /** A data command, as a script's redis.call runs it. */
@@ -287,6 +303,14 @@ public final class SimRedis {
             case "HGET": {
                 Map<String, String> h = hash(args[1], false);
                 return h == null ? null : h.get(args[2]);
+            }
+            case "HMGET": {
+                Map<String, String> h = hash(args[1], false);
+                List<Object> values = new ArrayList<>();
+                for (int i = 2; i < args.length; i++) {
+                    values.add(h == null ? null : h.get(args[i]));
+                }
+                return values;
             }
             case "HSET": {
                 if (args.length < 4 || args.length % 2 != 0) {

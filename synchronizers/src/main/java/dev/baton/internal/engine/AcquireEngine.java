@@ -214,6 +214,11 @@ public final class AcquireEngine {
         this.observer = observer;
     }
 
+    /** The client's observer, for a kind that waits without the engine (the rate limiter). */
+    public Observer observer() {
+        return observer;
+    }
+
     /**
      * Starts an acquisition.
      *

@@ -104,6 +104,11 @@ public final class Leases {
         this.driftAllowance = share;
     }
 
+    /** The clock-drift allowance (BatonOptions.clockDriftAllowance): a rate limiter's sleeps add it too. */
+    public double clockDriftAllowance() {
+        return driftAllowance;
+    }
+
     /** What lease-scoped work keeps back of a lease of {@code leaseNanos}: the drift allowance of it and 25 ms (LeaseScope). */
     public long scopeMarginNanos(long leaseNanos) {
         return Lease.marginNanos(leaseNanos, driftAllowance);

@@ -9,7 +9,9 @@ import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.BatonReadWriteLock;
 import dev.baton.BatonRedLock;
+import dev.baton.BatonRateLimiter;
 import dev.baton.BatonSemaphore;
+import dev.baton.RateLimit;
 import dev.baton.HeldLease;
 import dev.baton.internal.Services;
 import dev.baton.internal.command.CommandExecutor;
@@ -30,6 +32,7 @@ import dev.baton.internal.lock.RedisReadWriteLock;
 import dev.baton.internal.lock.ReentrantRecipe;
 import dev.baton.internal.lock.WriteLockRecipe;
 import dev.baton.internal.pubsub.PubSubService;
+import dev.baton.internal.ratelimit.RedisRateLimiter;
 import dev.baton.internal.semaphore.PermitHandOff;
 import dev.baton.internal.semaphore.RedisPermitExpirableSemaphore;
 import dev.baton.internal.semaphore.RedisSemaphore;
@@ -200,6 +203,13 @@ public final class ClientRuntime implements AutoCloseable {
         services.checkOpen();
         inOneSlot(name, false);
         return new RedisPermitExpirableSemaphore(services, name);
+    }
+
+    public BatonRateLimiter rateLimiter(String name, RateLimit limit) {
+        services.checkOpen();
+        java.util.Objects.requireNonNull(limit, "limit");
+        inOneSlot(name, false);
+        return new RedisRateLimiter(services, name, limit);
     }
 
     public BatonCountDownLatch countDownLatch(String name) {

@@ -41,6 +41,11 @@ public final class NettyScheduler implements Scheduler, AutoCloseable {
     }
 
     @Override
+    public Scheduler slots() {
+        return SlotTimer.INSTANCE;
+    }
+
+    @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
         if (stopped) {
             return () -> { }; // the client is closed: nothing it starts now needs a timer

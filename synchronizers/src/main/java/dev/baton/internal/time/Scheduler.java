@@ -34,6 +34,15 @@ public interface Scheduler {
         return this;
     }
 
+    /**
+     * The scheduler that wakes rate-limiter calls at their slots, on the same clock: this one by
+     * default (a test's, the simulation's); Baton's own schedulers give the {@link SlotTimer},
+     * which keeps each task's time without a tick.
+     */
+    default Scheduler slots() {
+        return this;
+    }
+
     /** A scheduled task that may be cancelled. */
     interface Cancellable {
         /** Cancels the task if it has not run yet. */

@@ -44,6 +44,11 @@ public final class SystemScheduler implements Scheduler {
     }
 
     @Override
+    public Scheduler slots() {
+        return SlotTimer.INSTANCE;
+    }
+
+    @Override
     public Cancellable schedule(Runnable task, long delay, TimeUnit unit) {
         return TIMER.schedule(task, delay, unit, WORKERS);
     }

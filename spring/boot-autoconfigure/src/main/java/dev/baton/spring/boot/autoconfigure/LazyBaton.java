@@ -7,7 +7,9 @@ import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
 import dev.baton.BatonReadWriteLock;
+import dev.baton.BatonRateLimiter;
 import dev.baton.BatonSemaphore;
+import dev.baton.RateLimit;
 import dev.baton.HeldLease;
 
 import java.lang.reflect.InvocationHandler;
@@ -158,6 +160,12 @@ final class LazyBaton implements Baton {
     @Override
     public BatonPermitExpirableSemaphore permitExpirableSemaphore(String name) {
         return view(BatonPermitExpirableSemaphore.class, name, b -> b.permitExpirableSemaphore(name));
+    }
+
+    @Override
+    public BatonRateLimiter rateLimiter(String name, RateLimit limit) {
+        Objects.requireNonNull(limit, "limit");
+        return view(BatonRateLimiter.class, name, b -> b.rateLimiter(name, limit));
     }
 
     @Override
