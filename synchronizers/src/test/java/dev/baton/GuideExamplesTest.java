@@ -167,6 +167,36 @@ class GuideExamplesTest extends TwoClientsTest {
     }
 
     @Test
+    void rateLimiter() throws Exception {
+        Baton baton = a;
+        // snippet rate-limiter begins
+        // At most 49 calls start in any second, fleet-wide (49 + a burst of 1 = the partner's 50),
+        // and at most 4 run at once.
+        BatonRateLimiter rate = baton.rateLimiter("partner-api:rate", RateLimit.perSecond(49));
+        BatonSemaphore concurrent = baton.semaphore("partner-api");
+        concurrent.trySetPermits(4);
+
+        rate.acquire(); // sleeps until this call's slot, then goes
+        try (SemaphorePermits permit = concurrent.acquirePermits(1)) {
+            callPartner();
+        }
+
+        // A request handler that must answer quickly: go now, or say "busy".
+        if (rate.tryAcquire()) {
+            callPartner();
+        }
+
+        // A job that may wait a little: false at once if its slot is more than 2 s away.
+        if (rate.tryAcquire(1, 2, TimeUnit.SECONDS)) {
+            callPartner();
+        }
+        // snippet rate-limiter ends
+        // The first went; the second finds no permit unless 20 ms passed since; the third waits its slot.
+        assertTrue(partnerCalls.get() >= 2, partnerCalls.get() + " calls");
+        assertEquals(4, concurrent.availablePermits());
+    }
+
+    @Test
     void semaphore() throws Exception {
         Baton baton = a;
         // snippet semaphore begins

@@ -92,7 +92,7 @@ final class RateLimiterSimulation extends Simulation {
             }
             long slot = nowMicros + (Long) r.get(1);
             long n = Long.parseLong(argv.get(0));
-            world.note("Redis admits " + request.substring(request.length() - 6) + ": " + n + " at slot " + slot
+            world.note("Redis admits " + n + " at slot " + slot
                     + " µs (" + r.get(1) + " µs from now)");
             if (slot < lastSlot) {
                 violation("a slot handed out before one reserved earlier: " + slot + " µs after " + lastSlot + " µs");
