@@ -56,11 +56,13 @@ else
   P, D, B = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 end
 local seen = redis.call('get', KEYS[2])
-if seen then
-  if seen == 'cancelled' then
-    return {-1, 0, P, D, B}
-  end
-  local slot = tonumber(string.match(seen, '^(%d+):'))
+if seen == 'cancelled' then
+  return {-1, 0, P, D, B}
+end
+-- A value of another form is another kind's request key under the same name (ids are random: a
+-- collision nobody will see); it is not this request's.
+local slot = seen and tonumber(string.match(seen, '^(%d+):'))
+if slot then
   return {1, math.max(0, slot - now), P, D, B}
 end
 -- a = q * b + r with 0 <= r < b, exactly (a double's division may round across an integer).

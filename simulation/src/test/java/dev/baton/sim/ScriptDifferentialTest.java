@@ -652,9 +652,35 @@ class ScriptDifferentialTest {
                 String n = name(r, "lt");
                 return new Call(script, List.of(n, Layout.latchChannel(n)), List.of("1"));
             }
+            case RATE_ACQUIRE: {
+                String n = name(r, "rt");
+                return new Call(script, with(List.of(Layout.rateLimiter(n), Layout.request(n, id)), earlier(r, n, id)),
+                        with(List.of(Integer.toString(1 + r.nextInt(3))), with(rateLimit(r),
+                                List.of(pick(r, new String[] {"0", "-1", Integer.toString(r.nextInt(2_000_000))}), requestTtl))));
+            }
+            case RATE_CANCEL: {
+                String n = name(r, "rt");
+                return new Call(script, List.of(Layout.rateLimiter(n), Layout.request(n, id)),
+                        List.of(Integer.toString(1 + r.nextInt(3)), requestTtl));
+            }
+            case RATE_STATE: {
+                return new Call(script, List.of(Layout.rateLimiter(name(r, "rt"))), List.of());
+            }
+            case RATE_SET_LIMIT: {
+                return new Call(script, List.of(Layout.rateLimiter(name(r, "rt"))), rateLimit(r));
+            }
+            case RATE_DELETE: {
+                return new Call(script, List.of(Layout.rateLimiter(name(r, "rt"))), List.of());
+            }
             default:
                 throw new IllegalStateException("no calls drawn for " + script + ": add them here");
         }
+    }
+
+    /** A rate limiter's limit as its scripts take it: permits, period (µs), burst; short periods when times are drawn short. */
+    private static List<String> rateLimit(Random r) {
+        return List.of(pick(r, new String[] {"1", "3", "50"}), time(r, new String[] {"1000000", "333333"}, new String[] {"1000", "20000"}),
+                Integer.toString(1 + r.nextInt(4)));
     }
 
     private static List<String> fairKeys(String n) {
