@@ -84,6 +84,11 @@ public final class ReactiveBaton {
         return new ReactiveSemaphore(baton.semaphore(name));
     }
 
+    /** The rate limiter {@code name} ({@link Baton#rateLimiter(String, dev.baton.RateLimit)}). */
+    public ReactiveRateLimiter rateLimiter(String name, dev.baton.RateLimit limit) {
+        return new ReactiveRateLimiter(baton.rateLimiter(name, limit));
+    }
+
     /** The count-down latch {@code name} ({@link Baton#countDownLatch(String)}). */
     public ReactiveCountDownLatch countDownLatch(String name) {
         return new ReactiveCountDownLatch(baton.countDownLatch(name));

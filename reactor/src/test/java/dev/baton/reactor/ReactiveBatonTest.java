@@ -238,6 +238,23 @@ class ReactiveBatonTest {
     }
 
     @Test
+    void aRateLimiterAsPublishersSignalsOnReactorsSchedulerAndACancelUndoesTheReservation() {
+        ReactiveRateLimiter rate = reactive.rateLimiter("reactive-rate", dev.baton.RateLimit.of(1, Duration.ofSeconds(10)));
+        assertTrue(rate.tryAcquire(1).block(Duration.ofSeconds(5)));
+        assertFalse(rate.tryAcquire(1).block(Duration.ofSeconds(5)), "the next permit is 10 s away");
+        String[] thread = new String[1];
+        assertFalse(rate.tryAcquire(1, Duration.ofMillis(100)).doOnNext(v -> thread[0] = Thread.currentThread().getName())
+                .block(Duration.ofSeconds(5)), "its slot is beyond 100 ms: false at once");
+        assertTrue(thread[0].startsWith("parallel-"), "signalled on " + thread[0]);
+        Disposable waiting = rate.acquire(1).subscribe();
+        Await.until(Duration.ofSeconds(5), () -> "the subscription reserved its slot",
+                () -> rate.state().block(Duration.ofSeconds(5)).reservedAhead().toSeconds() >= 15);
+        waiting.dispose();
+        Await.until(Bounds.CLEAN_UP, () -> "the cancelled reservation undone",
+                () -> rate.state().block(Duration.ofSeconds(5)).reservedAhead().toSeconds() < 11);
+    }
+
+    @Test
     void aCancelledPermitWaitTakesNoPermitAndADeletedLatchEndsItsWait() throws Exception {
         ReactiveSemaphore permits = reactive.semaphore("scarce");
         assertTrue(permits.trySetPermits(1).block(Duration.ofSeconds(5)));

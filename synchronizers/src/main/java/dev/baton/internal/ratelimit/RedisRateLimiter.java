@@ -89,7 +89,9 @@ public final class RedisRateLimiter implements BatonRateLimiter {
 
     @Override
     public CompletionStage<Void> acquireAsync(int permits) {
-        return acquisition(checked(permits), -1).thenApply(admitted -> null);
+        // The stage the caller gets is the acquisition itself (not one derived from it), so that
+        // cancelling it undoes the reservation.
+        return acquisition(checked(permits), -1, true);
     }
 
     /** The longest sleep toward a slot that still ends within {@code nanos}, the drift allowance added. */
@@ -109,7 +111,7 @@ public final class RedisRateLimiter implements BatonRateLimiter {
     }
 
     /** Waits for an acquisition interruptibly; an interrupt ends it (undoing the reservation) and is thrown. */
-    private static boolean await(Acquisition acquisition) throws InterruptedException {
+    private static boolean await(Acquisition<Boolean> acquisition) throws InterruptedException {
         if (Thread.interrupted()) {
             acquisition.cancel(false);
             throw new InterruptedException();
@@ -138,9 +140,14 @@ public final class RedisRateLimiter implements BatonRateLimiter {
      * Starts one acquisition: a call of rate_acquire that admits, reserves within
      * {@code longestMicros} (0: now or never, -1: however long) or refuses.
      */
-    private Acquisition acquisition(int permits, long longestMicros) {
+    private Acquisition<Boolean> acquisition(int permits, long longestMicros) {
+        return acquisition(permits, longestMicros, false);
+    }
+
+    /** {@code empty}: the stage completes with null at the slot (acquireAsync's Void). */
+    private <T> Acquisition<T> acquisition(int permits, long longestMicros, boolean empty) {
         services.checkOpen();
-        Acquisition acquisition = new Acquisition(permits);
+        Acquisition<T> acquisition = new Acquisition<>(permits, empty);
         Requests ids = services.requests();
         // rate_acquire's sum is at most longest * P + 2 * B * D + P: kept below 2^52.
         long exact = (EXACT_SUMS - 2 * limit.burst() * limit.periodMicros() - limit.permits()) / limit.permits();
@@ -204,8 +211,10 @@ public final class RedisRateLimiter implements BatonRateLimiter {
     }
 
     /** One acquisition as its caller sees it; ended early by the caller, it undoes its request. */
-    private final class Acquisition extends CallerEndedFuture<Boolean> {
+    private final class Acquisition<T> extends CallerEndedFuture<T> {
         private final int permits;
+        /** Whether the stage completes with null (acquireAsync) instead of whether it was admitted. */
+        private final boolean empty;
         private final String requestKey = Requests.key(name, Requests.newId());
         private final long started = services.executor().scheduler().nanoTime();
         private final Object observed = observer.acquisitionStarted(BatonObserver.Kind.RATE_LIMITER, name);
@@ -213,8 +222,9 @@ public final class RedisRateLimiter implements BatonRateLimiter {
         private final AtomicBoolean settled = new AtomicBoolean();
         private volatile Scheduler.Cancellable sleep;
 
-        Acquisition(int permits) {
+        Acquisition(int permits, boolean empty) {
             this.permits = permits;
+            this.empty = empty;
         }
 
         @Override
@@ -280,9 +290,11 @@ public final class RedisRateLimiter implements BatonRateLimiter {
             fail(cause);
         }
 
+        @SuppressWarnings("unchecked")
         private void finish(boolean admitted) {
             told(admitted, null);
-            services.executor().scheduler().offload(() -> completeByOwner(admitted));
+            T value = empty ? null : (T) Boolean.valueOf(admitted);
+            services.executor().scheduler().offload(() -> completeByOwner(value));
         }
 
         private void told(Boolean admitted, Throwable error) {
