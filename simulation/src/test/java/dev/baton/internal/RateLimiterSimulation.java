@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * <p>Judged on Redis's clock, from what the server itself did (every rate_acquire and
  * rate_cancel it ran, heard as it ran them): each request admitted once (its first run; a copy
  * adds nothing) with its slot, the time it ran plus the wait it answered; slots handed out in the
- * order they were reserved; in every window [s_i, s_j] of the slots still standing (a slot
+ * order they were reserved (never before a slot still standing); in every window [s_i, s_j] of the slots still standing (a slot
  * given back by an undo no longer stands) at most (s_j - s_i + 1 µs) × P / D + B permits; at
  * every moment a caller starts (its stage completes with true, on Redis's clock), the permits
  * started so far at most those whose slots have come (a client that woke on its own clock
@@ -48,7 +48,6 @@ final class RateLimiterSimulation extends Simulation {
     final Map<String, long[]> admitted = new HashMap<>();
     /** Request keys admitted, in the order Redis admitted them. */
     final List<String> order = new ArrayList<>();
-    long lastSlot = Long.MIN_VALUE;
     long started;
     long givenUp;
     long undoneBack;
@@ -94,10 +93,11 @@ final class RateLimiterSimulation extends Simulation {
             long n = Long.parseLong(argv.get(0));
             world.note("Redis admits " + n + " at slot " + slot
                     + " µs (" + r.get(1) + " µs from now)");
-            if (slot < lastSlot) {
-                violation("a slot handed out before one reserved earlier: " + slot + " µs after " + lastSlot + " µs");
+            // In reservation order: never before a slot still standing (an undone one no longer stands).
+            long latest = admitted.values().stream().mapToLong(a -> a[0]).max().orElse(Long.MIN_VALUE);
+            if (slot < latest) {
+                violation("a slot handed out before one reserved earlier: " + slot + " µs after " + latest + " µs");
             }
-            lastSlot = Math.max(lastSlot, slot);
             admitted.put(request, new long[] {slot, n});
             order.add(request);
         } else if (text.equals(Script.RATE_CANCEL.text()) && (Long) reply == 1L) {
