@@ -12,6 +12,7 @@ package dev.baton.kotlin
 import dev.baton.Baton
 import dev.baton.BatonCountDownLatch
 import dev.baton.BatonLock
+import dev.baton.BatonRateLimiter
 import dev.baton.BatonSemaphore
 import dev.baton.LeaseLostException
 import dev.baton.LeaseScope
@@ -76,6 +77,9 @@ fun BatonLock.suspending(): SuspendingLock = SuspendingLock(this)
 
 /** This semaphore with suspend functions ([SuspendingSemaphore]). */
 fun BatonSemaphore.suspending(): SuspendingSemaphore = SuspendingSemaphore(this)
+
+/** This rate limiter with suspend functions ([SuspendingRateLimiter]). */
+fun BatonRateLimiter.suspending(): SuspendingRateLimiter = SuspendingRateLimiter(this)
 
 /** This latch with suspend functions ([SuspendingCountDownLatch]). */
 fun BatonCountDownLatch.suspending(): SuspendingCountDownLatch = SuspendingCountDownLatch(this)
@@ -256,6 +260,45 @@ class SuspendingSemaphore(
 
     /** Sets the permits if the semaphore does not exist yet; returns whether it did. */
     suspend fun trySetPermits(permits: Int): Boolean = semaphore.trySetPermitsAsync(permits).awaitUnwrapped()
+}
+
+/**
+ * A Baton rate limiter with suspend functions. Cancelling the coroutine while it sleeps toward its
+ * slot undoes the reservation (see [BatonRateLimiter], "How a wait ends").
+ */
+class SuspendingRateLimiter(
+    /** The rate limiter these functions act on. */
+    val limiter: BatonRateLimiter,
+) {
+    /** Returns at the slot of [permits], however long it takes. */
+    suspend fun acquire(permits: Int = 1) {
+        cancellably(limiter.acquireAsync(permits).toCompletableFuture())
+    }
+
+    /** Whether [permits] could go now (one round trip; nothing reserved if not). */
+    suspend fun tryAcquire(permits: Int = 1): Boolean = limiter.tryAcquireAsync(permits).awaitUnwrapped()
+
+    /** `true` at the slot of [permits] if it comes within [wait]; `false` at once if it lies further away. */
+    suspend fun tryAcquire(permits: Int, wait: Duration): Boolean =
+        cancellably(limiter.tryAcquireAsync(permits, wait.inWholeNanoseconds, TimeUnit.NANOSECONDS).toCompletableFuture())
+
+    /** The limiter's state on Redis's clock. */
+    suspend fun state(): BatonRateLimiter.State = limiter.stateAsync().awaitUnwrapped()
+
+    /** `SuspendingRateLimiter(<name>)`. */
+    override fun toString(): String = "SuspendingRateLimiter(${limiter.name})"
+}
+
+/** Waits for [future]; cancelling the coroutine cancels the future (the stage Baton returned, so Baton undoes what it holds). */
+private suspend fun <T> cancellably(future: CompletableFuture<T>): T = suspendCancellableCoroutine { continuation ->
+    continuation.invokeOnCancellation { future.cancel(false) }
+    future.whenComplete { value, error ->
+        if (error != null) {
+            continuation.resumeWithException(unwrap(error))
+        } else {
+            continuation.resume(value)
+        }
+    }
 }
 
 /** A Baton count-down latch with suspend functions. */

@@ -313,6 +313,25 @@ class CoroutinesTest(private val redis: RedisServer) {
     }
 
     @Test
+    fun aRateLimiterSuspendsToItsSlotAndACancelledWaitUndoesItsReservation() = runBlocking {
+        val rate = baton.rateLimiter("kotlin-rate", dev.baton.RateLimit.of(1, java.time.Duration.ofSeconds(10))).suspending()
+        assertTrue(rate.tryAcquire())
+        assertFalse(rate.tryAcquire(1, kotlin.time.Duration.parse("100ms")), "its slot is 10 s away: false at once")
+        val waiting = launch(Dispatchers.Default) { rate.acquire() }
+        val reserved = System.nanoTime() + 5_000_000_000
+        while (rate.state().reservedAhead.toSeconds() < 15 && System.nanoTime() < reserved) {
+            delay(5)
+        }
+        assertTrue(rate.state().reservedAhead.toSeconds() >= 15, "the coroutine reserved its slot")
+        waiting.cancelAndJoin()
+        val undone = System.nanoTime() + 300_000_000 // the clean-up bound
+        while (rate.state().reservedAhead.toSeconds() >= 11 && System.nanoTime() < undone) {
+            delay(5)
+        }
+        assertTrue(rate.state().reservedAhead.toSeconds() < 11, "the cancelled coroutine's reservation undone")
+    }
+
+    @Test
     fun childrenReEnteringAtOnceRunUnderTheOneHold() = runBlocking {
         val lock = baton.lock("children").suspending()
         lock.withLock {
