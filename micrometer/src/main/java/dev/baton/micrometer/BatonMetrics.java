@@ -48,7 +48,9 @@ import java.util.function.Predicate;
  * </table>
  * The {@code kind} tag is {@code lock}, {@code fair-lock}, {@code read-lock},
  * {@code write-lock}, {@code fenced-lock}, {@code red-lock}, {@code semaphore},
- * {@code permit-expirable-semaphore} or {@code count-down-latch}.
+ * {@code permit-expirable-semaphore}, {@code count-down-latch} or {@code rate-limiter} (a rate
+ * limiter's call: {@code acquired} when admitted, timed up to its slot; {@code timed-out} when
+ * refused; {@code interrupted} when given up while it slept toward its slot).
  *
  * <p><b>Names as tags.</b> A synchronizer's name becomes the {@code name} tag only if the
  * allow-list accepts it; every other name is tagged {@code other}. Names are often built from

@@ -2,6 +2,8 @@ package dev.baton.micrometer;
 
 import dev.baton.Baton;
 import dev.baton.BatonLock;
+import dev.baton.BatonRateLimiter;
+import dev.baton.RateLimit;
 import dev.baton.BatonOptions;
 import dev.baton.LeaseLostException;
 import dev.baton.RedisUnavailableException;
@@ -101,6 +103,22 @@ class BatonMetricsTest {
         assertTrue(timer("baton.holds", "kind", "lock", "name", "nightly-report").totalTime(TimeUnit.NANOSECONDS) > 0);
         assertEquals(1, second.find("baton.acquisitions").tags("kind", "lock", "outcome", "acquired", "name", "nightly-report")
                 .timer().count(), "a second registry records too");
+    }
+
+    /** A rate limiter's calls: admitted (with the wait for the slot), refused, and given up, under kind rate-limiter. */
+    @Test
+    void rateLimiterCallsAreTimedAsAdmittedRefusedAndGivenUp() throws Exception {
+        BatonRateLimiter rate = baton.rateLimiter("partner", RateLimit.perSecond(5));
+        assertTrue(rate.tryAcquire());
+        assertFalse(rate.tryAcquire());
+        assertTrue(rate.tryAcquire(1, 1, TimeUnit.SECONDS));
+        java.util.concurrent.CompletableFuture<Void> waiting = rate.acquireAsync(1).toCompletableFuture();
+        waiting.cancel(false);
+        Timer admitted = timer("baton.acquisitions", "kind", "rate-limiter", "outcome", "acquired");
+        assertEquals(2, admitted.count());
+        assertTrue(admitted.max(TimeUnit.MILLISECONDS) >= 150, "the wait for the slot is timed: " + admitted.max(TimeUnit.MILLISECONDS));
+        assertEquals(1, timer("baton.acquisitions", "kind", "rate-limiter", "outcome", "timed-out").count(), "refused");
+        assertEquals(1, timer("baton.acquisitions", "kind", "rate-limiter", "outcome", "interrupted").count(), "given up");
     }
 
     @Test
