@@ -12,7 +12,7 @@ import java.util.concurrent.Callable;
 
 /** {@code baton inspect NAME}: what a key is, who holds it, who waits. */
 @Command(name = "inspect", mixinStandardHelpOptions = true,
-        description = "Show what NAME is (lock, fair lock, read-write lock, semaphore, latch), its holders, TTL and waiters.")
+        description = "Show what NAME is (lock, fair lock, read-write lock, semaphore, latch, rate limiter), its holders, TTL and waiters.")
 final class InspectCommand implements Callable<Integer> {
     @Mixin
     RedisOption redis;

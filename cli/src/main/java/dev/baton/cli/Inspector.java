@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Tells what a key is (lock, fair lock, read-write lock, semaphore, latch) from the layout Baton
+ * Tells what a key is (lock, fair lock, read-write lock, semaphore, latch, rate limiter) from the layout Baton
  * and Redisson share (names spelled by the library's own {@link Layout}), and who holds it; who
  * waits is the library's own count ({@code waiterCount()}). Read-only: plain reads, no scripts.
  */
@@ -24,6 +24,10 @@ final class Inspector {
         out.put("name", name);
         String type = redis.type(name);
         long ttl = redis.pttl(name);
+        if ("none".equals(type) && redis.exists(Layout.rateLimiter(name)) == 1L) {
+            describeRateLimiter(connection, name, out);
+            return out;
+        }
         switch (type) {
             case "none" -> out.put("kind", "absent");
             case "hash" -> describeHash(connection, name, out);
@@ -34,6 +38,34 @@ final class Inspector {
             out.put("ttlMs", ttl);
         }
         return out;
+    }
+
+    /**
+     * A rate limiter (its hash is {@code baton_rate:{name}}, data-layout.md): the limit in force,
+     * the permits that could go now, how long until one more could, and how far reservations
+     * reach, on Redis's clock (TIME), from plain reads.
+     */
+    private static void describeRateLimiter(RedisOption.Connection connection, String name, Map<String, Object> out) {
+        RedisClusterCommands<String, String> redis = connection.sync();
+        String key = Layout.rateLimiter(name);
+        Map<String, String> fields = redis.hgetall(key);
+        long ttl = redis.pttl(key);
+        List<String> time = redis.time();
+        long now = Long.parseLong(time.get(0)) * 1_000_000L + Long.parseLong(time.get(1));
+        long p = Long.parseLong(fields.get("permits"));
+        long d = Long.parseLong(fields.get("period"));
+        long b = Long.parseLong(fields.get("burst"));
+        long backlog = Math.max(0, (Long.parseLong(fields.get("tat")) - now) * p + Long.parseLong(fields.get("tatp")));
+        long available = Math.max(0, Math.floorDiv(b * d - backlog, d));
+        long nextMicros = backlog == 0 ? 0 : -Math.floorDiv(-(backlog - (b * d - (available + 1) * d)), p);
+        long aheadMicros = Math.max(0, -Math.floorDiv(-(backlog + d - b * d), p));
+        out.put("kind", "rate limiter");
+        out.put("key", key);
+        out.put("limit", p + " per " + d + " µs, burst " + b);
+        out.put("availablePermits", available);
+        out.put("nextPermitInMs", nextMicros / 1000.0);
+        out.put("reservedAheadMs", aheadMicros / 1000.0);
+        out.put("ttlMs", ttl);
     }
 
     private static void describeHash(RedisOption.Connection connection, String name, Map<String, Object> out) {

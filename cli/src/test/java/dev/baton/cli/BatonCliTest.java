@@ -3,6 +3,7 @@ package dev.baton.cli;
 import dev.baton.Baton;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
+import dev.baton.RateLimit;
 import dev.baton.testkit.RedisExtension;
 import dev.baton.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
@@ -93,6 +94,10 @@ class BatonCliTest {
             CliRun sem = run("", "inspect", "--redis", redis.uri(), "ops:partner", "--json");
             assertTrue(sem.out().contains("\"kind\":\"permit-expirable semaphore\",\"availablePermits\":2,\"takenPermits\":1"),
                     sem.out());
+            assertTrue(baton.rateLimiter("ops:rate", RateLimit.perSecond(10).withBurst(4)).tryAcquire(3));
+            CliRun rate = run("", "inspect", "--redis", redis.uri(), "ops:rate", "--json");
+            assertTrue(rate.out().contains("\"kind\":\"rate limiter\",\"key\":\"baton_rate:{ops:rate}\",\"limit\":\"10 per 1000000 µs,"
+                    + " burst 4\",\"availablePermits\":1,"), rate.out());
             CliRun absent = run("", "inspect", "--redis", redis.uri(), "ops:nothing");
             assertEquals(1, absent.exit());
             CliRun watch = run("", "watch", "--redis", redis.uri(), "ops:partner", "--count", "2", "--interval-ms", "100", "--json");
