@@ -5,6 +5,8 @@ import dev.baton.BatonCountDownLatch;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
+import dev.baton.BatonRateLimiter;
+import dev.baton.RateLimit;
 import dev.baton.testkit.RedisServer;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisClient;
@@ -36,8 +38,8 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * {@code baton demo}: what Baton is for, end to end. A coordinator arms a count-down latch for W
  * workers; the workers, spread over two Baton clients, wait on a start gate and start together;
- * each takes work items from a shared queue, calls a pretend rate-limited partner under a
- * permit-expirable semaphore of P permits, appends to a shared ledger under a lock (with a
+ * each takes work items from a shared queue, calls a pretend rate-limited partner at no more than
+ * R calls a second (a rate limiter) and at most P at once (a permit-expirable semaphore), appends to a shared ledger under a lock (with a
  * deliberately unsynchronized read-modify-write of a counter), and counts down when done. The
  * coordinator waits and prints a summary that checks the invariants.
  *
@@ -46,8 +48,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * worker's permit and lock leases have run out.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = "Run W workers over N items: a start gate and a done latch, a semaphore of P permits "
-                + "around a rate-limited partner, a lock around a shared ledger. Uses an embedded redis-server "
+        description = "Run W workers over N items: a start gate and a done latch, a rate limiter of R calls a second "
+                + "and a semaphore of P permits around a rate-limited partner, a lock around a shared ledger. Uses an embedded redis-server "
                 + "unless --redis is given.")
 final class DemoCommand implements java.util.concurrent.Callable<Integer> {
     private static final long CRASH_LEASE_MS = 1_500;
@@ -60,6 +62,9 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
 
     @Option(names = "--permits", defaultValue = "2", description = "Concurrent partner calls allowed (default: ${DEFAULT-VALUE}).")
     int permits;
+
+    @Option(names = "--rate", defaultValue = "20", description = "Partner calls started per second, fleet-wide (default: ${DEFAULT-VALUE}).")
+    int rate;
 
     @Option(names = "--items", defaultValue = "40", description = "Work items (default: ${DEFAULT-VALUE}).")
     int items;
@@ -80,11 +85,13 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
     private final AtomicLong crashedAt = new AtomicLong();
     private final java.util.concurrent.CountDownLatch crashed = new java.util.concurrent.CountDownLatch(1);
     private final AtomicLong lockRecoveredAfterMs = new AtomicLong(-1);
+    /** When each partner call started, as the partner would see it. */
+    private final java.util.Queue<Long> partnerCalls = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     @Override
     public Integer call() throws Exception {
-        if (workers < 1 || permits < 1 || items < 1) {
-            throw new ParameterException(spec.commandLine(), "--workers, --permits and --items must be at least 1");
+        if (workers < 1 || permits < 1 || items < 1 || rate < 1) {
+            throw new ParameterException(spec.commandLine(), "--workers, --permits, --rate and --items must be at least 1");
         }
         if (failOne && workers < 2) {
             throw new ParameterException(spec.commandLine(), "--fail-one needs at least 2 workers");
@@ -116,7 +123,8 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
     }
 
     private int runDemo(PrintWriter out, String uri, Baton coordinator, List<Baton> clients) throws Exception {
-        out.printf("Run %s: %d workers, %d items, %d partner permits%s%n", run, workers, items, permits,
+        out.printf("Run %s: %d workers, %d items, partner calls at most %d a second and %d at once%s%n", run, workers, items,
+                rate, permits,
                 failOne ? ", one worker will crash" : "");
         for (int i = 1; i <= items; i++) {
             redis.rpush(run + ":queue", "item-" + i);
@@ -177,6 +185,7 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
     /** One worker; returns how many items it finished. */
     private int work(int id, Baton baton, boolean crashes, boolean replacement, ProgressBar progress) throws Exception {
         BatonPermitExpirableSemaphore partner = baton.permitExpirableSemaphore(run + ":partner");
+        BatonRateLimiter partnerRate = baton.rateLimiter(run + ":partner-rate", RateLimit.perSecond(rate));
         BatonLock ledger = baton.lock(run + ":ledger-lock");
         if (!replacement) {
             baton.countDownLatch(run + ":ready").countDown();
@@ -190,8 +199,10 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
                 crash(baton, partner, ledger);
                 return finished;
             }
+            partnerRate.acquire(); // the partner's rate: sleeps until this call's slot
             String permit = partner.acquire(30, TimeUnit.SECONDS);
             try {
+                partnerCalls.add(System.nanoTime()); // what the partner sees: a call starting now
                 mostInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
                 Thread.sleep(ThreadLocalRandom.current().nextLong(10, 30)); // the pretend partner call
                 inFlight.decrementAndGet();
@@ -234,10 +245,14 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
         boolean ledgerOk = ledgerEntries == items && processed == items;
         boolean counterOk = counter == items;
         boolean permitsOk = availableAtEnd == permits;
+        int mostPerSecond = mostInAnySecond();
+        boolean rateOk = mostPerSecond <= rate + 1; // the limiter's bound over a second: rate x 1 s + its burst of 1
         out.println();
         out.println("Summary");
         out.printf("  %-26s %-32s%n", "items processed", processed + " of " + items + " in " + elapsedMs + " ms");
         out.printf("  %-26s %-32s %s%n", "max concurrent calls", mostInFlight.get() + " (permits " + permits + ")", mark(concurrencyOk));
+        out.printf("  %-26s %-32s %s%n", "most calls in any second", mostPerSecond + " (partner allows " + (rate + 1) + ")",
+                mark(rateOk));
         out.printf("  %-26s %-32s %s%n", "ledger entries", ledgerEntries + " (work items " + items + ")", mark(ledgerOk));
         out.printf("  %-26s %-32s %s%n", "ledger counter", counter + " (no lost update)", mark(counterOk));
         out.printf("  %-26s %-32s %s%n", "permits available at end", availableAtEnd + " of " + permits, mark(permitsOk));
@@ -246,10 +261,24 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
             out.printf("  %-26s %s%n", "ledger lock free again", lockRecoveredAfterMs.get() + " ms after the crash (lease "
                     + CRASH_LEASE_MS + " ms)");
         }
-        boolean ok = concurrencyOk && ledgerOk && counterOk && permitsOk;
+        boolean ok = concurrencyOk && rateOk && ledgerOk && counterOk && permitsOk;
         out.println(ok ? "All invariants hold." : "INVARIANT VIOLATED");
         out.flush();
         return ok ? 0 : 1;
+    }
+
+    /** The most partner calls that started within any one second (a window from each call's start). */
+    private int mostInAnySecond() {
+        List<Long> starts = new ArrayList<>(partnerCalls);
+        java.util.Collections.sort(starts);
+        int most = 0;
+        for (int i = 0, j = 0; i < starts.size(); i++) {
+            while (starts.get(i) - starts.get(j) > TimeUnit.SECONDS.toNanos(1)) {
+                j++;
+            }
+            most = Math.max(most, i - j + 1);
+        }
+        return most;
     }
 
     private static String mark(boolean ok) {

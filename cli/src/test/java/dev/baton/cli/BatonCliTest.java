@@ -35,6 +35,9 @@ class BatonCliTest {
         assertTrue(r.out().contains("All invariants hold."), r.out());
         assertTrue(r.out().matches("(?s).*max concurrent calls\\s+[12] \\(permits 2\\)\\s+ok.*"), r.out());
         assertTrue(r.out().matches("(?s).*ledger entries\\s+30 \\(work items 30\\)\\s+ok.*"), r.out());
+        // 30 calls at 20 a second: the partner sees at most 21 in any second, and the run takes
+        // at least (30 - 1) / 20 s.
+        assertTrue(r.out().matches("(?s).*most calls in any second\\s+(1[0-9]|2[01]) \\(partner allows 21\\)\\s+ok.*"), r.out());
         assertEquals(List.of(), redis.command("KEYS", "*demo:*"), "the demo cleans up after itself");
     }
 
