@@ -79,6 +79,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class InterleavingFuzzTest {
     static final long FIXED_SEED = 28;
     static final int STORM_SECONDS = 6;
+    /** The rate limiter's limit in the storms: 50 a second, up to 2 at once, so 6 threads keep it saturated. */
+    static final dev.baton.RateLimit RATE = dev.baton.RateLimit.of(1, Duration.ofMillis(20)).withBurst(2);
+    /** How late a rate limiter call may start after its slot, as its caller sees it (see rateJudged). */
+    static final Duration RATE_LATE = Duration.ofMillis(40);
     static final int PERMITS = 3;
     static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(2);
     /**
@@ -108,13 +112,17 @@ class InterleavingFuzzTest {
     static java.util.Set<dev.baton.testkit.UserPattern> covered(String kind) {
         java.util.Set<dev.baton.testkit.UserPattern> c = java.util.EnumSet.of(dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL,
                 dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_COMPLETE);
-        if (!kind.equals("fairLock") && !kind.equals("fencedLock") && Boolean.parseBoolean(System.getProperty("baton.fuzz.redisson", "true"))) {
+        if (!kind.equals("fairLock") && !kind.equals("fencedLock") && !kind.equals("rateLimiter")
+                && Boolean.parseBoolean(System.getProperty("baton.fuzz.redisson", "true"))) {
             c.add(dev.baton.testkit.UserPattern.BESIDE_REDISSON);
         }
         switch (kind) {
             case "lock", "fairLock", "readWriteLock", "fencedLock" -> c.addAll(java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT,
                     dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_INTERRUPT, dev.baton.testkit.UserPattern.REENTRY, dev.baton.testkit.UserPattern.SCOPED_WORK, dev.baton.testkit.UserPattern.NEXT_CALL_IN_CALLBACK));
             case "semaphore", "expirableSemaphore" -> c.add(dev.baton.testkit.UserPattern.MULTI_PERMIT);
+            case "rateLimiter" -> c.addAll(java.util.EnumSet.of(dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT,
+                    dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_INTERRUPT,
+                    dev.baton.testkit.UserPattern.MULTI_PERMIT));
             default -> { }
         }
         return c;
@@ -125,7 +133,7 @@ class InterleavingFuzzTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"lock", "fairLock", "readWriteLock", "fencedLock", "semaphore", "expirableSemaphore", "latch"})
+    @ValueSource(strings = {"lock", "fairLock", "readWriteLock", "fencedLock", "semaphore", "expirableSemaphore", "latch", "rateLimiter"})
     @Timeout(value = 12, unit = TimeUnit.HOURS) // each storm and its drain are bounded; a long run sets its own length
     void stormsFindNoViolation(String kind) throws Exception {
         String only = System.getProperty("baton.fuzz.kinds", "");
@@ -147,7 +155,7 @@ class InterleavingFuzzTest {
             }
             violations.addAll(storm(kind, new Random().nextLong(), seconds));
         } else {
-            int kinds = only.isBlank() ? 7 : only.split(",").length;
+            int kinds = only.isBlank() ? 8 : only.split(",").length;
             long until = System.nanoTime() + TimeUnit.MINUTES.toNanos(minutes) / kinds;
             Random seeds = new Random();
             int storms = 0;
@@ -209,6 +217,8 @@ class InterleavingFuzzTest {
         final ExecutorService threads = Executors.newCachedThreadPool();
         final Set<String> clients = new LinkedHashSet<>();
         final Latches latches;
+        /** The rate limiter's admitted calls: {start nanos, permits}. */
+        final List<long[]> rateStarts = java.util.Collections.synchronizedList(new ArrayList<>());
 
         Storm(String kind, long seed, int seconds) {
             this.kind = kind;
@@ -237,7 +247,7 @@ class InterleavingFuzzTest {
         }
 
         boolean withRedisson() {
-            return !kind.equals("fairLock") && !kind.equals("fencedLock")
+            return !kind.equals("fairLock") && !kind.equals("fencedLock") && !kind.equals("rateLimiter")
                     && Boolean.parseBoolean(System.getProperty("baton.fuzz.redisson", "true"));
         }
 
@@ -300,11 +310,45 @@ class InterleavingFuzzTest {
             long counted = Long.parseLong(counter.get(counterKey));
             boolean exclusive = !kind.endsWith("emaphore") && !kind.equals("latch");
             found.addAll(history.judge(PERMITS, exclusive ? increments.get() : -1, counted,
-                    kind.equals("latch") ? Set.of() : clients));
+                    kind.equals("latch") || kind.equals("rateLimiter") ? Set.of() : clients)); // the rate limiter's starts: rateJudged
             if (kind.equals("semaphore") && handOffs() == 0) {
                 found.add("no semaphore grant was handed over in a client: the storm never reached the in-client hand-off");
             }
+            if (kind.equals("rateLimiter")) {
+                found.addAll(rateJudged());
+            }
             return found;
+        }
+
+        /**
+         * The rate limiter's starts as the callers saw them (System.nanoTime as each call
+         * returned admitted): in every window from one start to another at most
+         * RATE × (w + RATE_LATE) + burst permits. RATE_LATE is how late a start may be after its
+         * slot on this loaded machine (the slot timer, the hand-off to a thread, the caller's
+         * wake-up) without a wrong admission: 40 ms, two permits at this rate. The exact bound on
+         * Redis's clock is RateScriptsTest's and the simulation's; this judges real threads.
+         */
+        List<String> rateJudged() {
+            List<long[]> sorted = new ArrayList<>(rateStarts);
+            sorted.sort((x, y) -> Long.compare(x[0], y[0]));
+            long admitted = sorted.stream().mapToLong(x -> x[1]).sum();
+            System.out.println("[fuzz rateLimiter] " + admitted + " permits started in " + sorted.size() + " calls at " + RATE);
+            if (admitted == 0) {
+                return List.of("no rate limiter call was admitted: the storm judged nothing");
+            }
+            double perNano = (double) RATE.permits() / TimeUnit.MICROSECONDS.toNanos(RATE.periodMicros());
+            for (int i = 0; i < sorted.size(); i++) {
+                long permits = 0;
+                for (int j = i; j < sorted.size(); j++) {
+                    permits += sorted.get(j)[1];
+                    long w = sorted.get(j)[0] - sorted.get(i)[0];
+                    if (permits > (w + RATE_LATE.toNanos()) * perNano + RATE.burst() + 1e-9) {
+                        return List.of(permits + " permits started within " + w / 1000 + " µs: more than " + RATE
+                                + " allows (+ " + RATE_LATE.toMillis() + " ms of lateness)");
+                    }
+                }
+            }
+            return List.of();
         }
 
         /** After the storm: nothing held, permits exact, no lease left in any client. */
@@ -340,6 +384,15 @@ class InterleavingFuzzTest {
                 }
                 case "latch" -> {
                     return null;
+                }
+                case "rateLimiter" -> {
+                    // Every call has ended and every slot has passed: the limiter refills and its
+                    // hash expires (a reservation nobody undid, far ahead, would keep it).
+                    Long exists = counter.exists(dev.baton.lua.Layout.rateLimiter(name));
+                    if (exists != null && exists > 0) {
+                        return "the rate limiter's hash is still there: " + counter.hgetall(dev.baton.lua.Layout.rateLimiter(name))
+                                + " (PTTL " + counter.pttl(dev.baton.lua.Layout.rateLimiter(name)) + " ms)";
+                    }
                 }
                 default -> {
                     Long exists = counter.exists(name);
@@ -605,6 +658,7 @@ class InterleavingFuzzTest {
                             case "semaphore" -> semaphoreStep();
                             case "expirableSemaphore" -> expirableStep();
                             case "latch" -> latches.step(this);
+                            case "rateLimiter" -> rateStep();
                             default -> throw new IllegalArgumentException(kind);
                         }
                     } catch (org.redisson.client.RedisTimeoutException e) {
@@ -953,6 +1007,72 @@ class InterleavingFuzzTest {
                 History.Hold hold = history.granted(client, how + tag, mode, 1, asked, System.nanoTime(), 0);
                 inside(mode);
                 release(hold, lock::unlock);
+            }
+
+            // ---- the rate limiter -----------------------------------------------------------
+
+            void rateStep() throws Exception {
+                int k = 1 + rnd.nextInt(2);
+                if (k > 1) {
+                    PATTERNS.ran(kind, dev.baton.testkit.UserPattern.MULTI_PERMIT);
+                }
+                dev.baton.BatonRateLimiter r = baton.rateLimiter(name, RATE);
+                long t0 = System.nanoTime();
+                asked = t0;
+                switch (rnd.nextInt(7)) {
+                    case 0 -> {
+                        PATTERNS.ran(kind, dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT);
+                        boolean got = r.tryAcquire(k);
+                        bound("tryAcquire(" + k + ")", t0, Bounds.failure(COMMAND_TIMEOUT).toNanos());
+                        started(got, k, "tryAcquire");
+                    }
+                    case 1, 2 -> {
+                        long wait = rnd.nextBoolean() ? rnd.nextInt(6) : 10 + rnd.nextInt(190);
+                        PATTERNS.ran(kind, wait < 6 ? dev.baton.testkit.UserPattern.SHORT_TIMED_WAIT : dev.baton.testkit.UserPattern.LONG_WAIT);
+                        boolean got = r.tryAcquire(k, wait, TimeUnit.MILLISECONDS);
+                        bound("tryAcquire(" + k + ", " + wait + " ms)", t0, Bounds.failure(COMMAND_TIMEOUT, Duration.ofMillis(wait)).toNanos());
+                        started(got, k, "tryAcquire(wait)");
+                    }
+                    case 3 -> {
+                        PATTERNS.ran(kind, dev.baton.testkit.UserPattern.LONG_WAIT);
+                        r.acquire(k);
+                        started(true, k, "acquire");
+                    }
+                    case 4 -> {
+                        long wait = rnd.nextInt(200);
+                        boolean got = r.tryAcquireAsync(k, wait, TimeUnit.MILLISECONDS).toCompletableFuture().get();
+                        bound("tryAcquireAsync(" + k + ", " + wait + " ms)", t0,
+                                Bounds.failure(COMMAND_TIMEOUT, Duration.ofMillis(wait)).toNanos());
+                        started(got, k, "tryAcquireAsync");
+                    }
+                    case 5 -> {
+                        CompletableFuture<Void> f = r.acquireAsync(k).toCompletableFuture();
+                        started(givenUp(f), k, "acquireAsync given up too late");
+                    }
+                    default -> {
+                        PATTERNS.ran(kind, dev.baton.testkit.UserPattern.GIVEN_UP_BY_INTERRUPT);
+                        Interrupter interrupter = new Interrupter(rnd.nextInt(3001));
+                        boolean got;
+                        try {
+                            r.acquire(k);
+                            got = true;
+                        } catch (InterruptedException e) {
+                            got = false;
+                        } finally {
+                            interrupter.disarm();
+                        }
+                        started(got, k, "acquire interrupted too late");
+                    }
+                }
+            }
+
+            /** An admitted call starts now, as its caller sees it. */
+            void started(boolean admitted, int k, String how) {
+                if (admitted) {
+                    long now = System.nanoTime();
+                    rateStarts.add(new long[] {now, k});
+                    trace(now, how + " admitted " + k);
+                }
             }
 
             // ---- semaphores ---------------------------------------------------------------
