@@ -242,7 +242,7 @@ public final class RedisRateLimiter implements BatonRateLimiter {
         void admitted(long waitMicros) {
             if (waitMicros <= 0) {
                 if (settled.compareAndSet(false, true)) {
-                    finish(true);
+                    finish(true); // on the reply's thread, as every kind's reply is delivered
                 } else {
                     undo("undoing an admission its caller had given up");
                 }
@@ -258,7 +258,7 @@ public final class RedisRateLimiter implements BatonRateLimiter {
             long sleepMicros = waitMicros + (long) Math.ceil(waitMicros * allowance);
             sleep = services.executor().scheduler().slots().schedule(() -> {
                 if (settled.compareAndSet(false, true)) {
-                    finish(true);
+                    finish(true); // on the slot timer's pooled thread (SlotTimer)
                 }
             }, sleepMicros, TimeUnit.MICROSECONDS);
             if (isDone() && settled.compareAndSet(false, true)) {
@@ -277,7 +277,7 @@ public final class RedisRateLimiter implements BatonRateLimiter {
         void fail(Throwable error) {
             if (settled.compareAndSet(false, true)) {
                 told(null, error);
-                services.executor().scheduler().offload(() -> failByOwner(error));
+                failByOwner(error);
             }
         }
 
@@ -293,8 +293,7 @@ public final class RedisRateLimiter implements BatonRateLimiter {
         @SuppressWarnings("unchecked")
         private void finish(boolean admitted) {
             told(admitted, null);
-            T value = empty ? null : (T) Boolean.valueOf(admitted);
-            services.executor().scheduler().offload(() -> completeByOwner(value));
+            completeByOwner(empty ? null : (T) Boolean.valueOf(admitted));
         }
 
         private void told(Boolean admitted, Throwable error) {
