@@ -18,6 +18,28 @@ public final class RateAccuracy {
     private RateAccuracy() {
     }
 
+    /** Eight threads calling for {@code seconds}; how many were admitted. */
+    private static long run(BooleanSupplier tryAcquire, int seconds) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        java.util.concurrent.atomic.AtomicLong admitted = new java.util.concurrent.atomic.AtomicLong();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            Thread thread = new Thread(() -> {
+                while (System.nanoTime() < end) {
+                    if (tryAcquire.getAsBoolean()) {
+                        admitted.incrementAndGet();
+                    }
+                }
+            });
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        return admitted.get();
+    }
+
     public static void main(String[] args) throws Exception {
         long rate = args.length > 0 ? Long.parseLong(args[0]) : 1_000;
         long burst = args.length > 1 ? Long.parseLong(args[1]) : 10;
@@ -25,6 +47,11 @@ public final class RateAccuracy {
         String uri = RedisForBenchmarks.get().uri();
         System.out.printf("rate %d/s, burst %d, 8 threads, %d s, on %s%n", rate, burst, seconds, uri);
         for (String impl : List.of("BATON", "BUCKET4J", "REDISSON")) {
+            // Warm-up: the same calls for 2 s on another name (class loading, JIT, scripts loaded).
+            try (RateLimiterBenchmark.Limiters.Opened warm = RateLimiterBenchmark.Limiters.open(impl, uri, "warm-" + impl.toLowerCase(),
+                    rate, burst)) {
+                run(warm.tryAcquire(), 2);
+            }
             try (RateLimiterBenchmark.Limiters.Opened opened = RateLimiterBenchmark.Limiters.open(impl, uri, "accuracy-" + impl.toLowerCase(),
                     rate, burst)) {
                 BooleanSupplier tryAcquire = opened.tryAcquire();
