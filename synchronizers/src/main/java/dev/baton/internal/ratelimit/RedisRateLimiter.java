@@ -302,12 +302,26 @@ public final class RedisRateLimiter implements BatonRateLimiter {
                     services.executor().scheduler().nanoTime() - started, observed);
         }
 
-        /** Undoes this request by its id: its permits come back if nothing was reserved after it. */
+        /**
+         * Undoes this request by its id: its permits come back if nothing was reserved after it.
+         * Sent as a clean-up (CommandExecutor.evalCleanup: once, as EVAL, never cancelled), so
+         * it reaches Redis ahead of the caller's next command even on a server that never ran
+         * the script (an EVALSHA refused with NOSCRIPT would be sent again behind that command:
+         * the blind storm found the caller's next call reserving behind the copy it undoes). If
+         * its connection fails, the undo is delivered in the background until answered (it
+         * counts once: rate_cancel marks the request).
+         */
         void undo(String why) {
             Requests ids = services.requests();
-            ids.deliver(Script.RATE_CANCEL, CommandExecutor.Reply.INTEGER, List.of(key, requestKey),
-                    List.of(Integer.toString(permits), ids.memoryArg()), null, null,
-                    why + " of " + permits + (permits == 1 ? " permit" : " permits") + " of rate limiter '" + name + "'");
+            List<String> keys = List.of(key, requestKey);
+            List<String> args = List.of(Integer.toString(permits), ids.memoryArg());
+            String what = why + " of " + permits + (permits == 1 ? " permit" : " permits") + " of rate limiter '" + name + "'";
+            services.executor().<Long>evalCleanup(Script.RATE_CANCEL, CommandExecutor.Reply.INTEGER, keys, args)
+                    .whenComplete((undone, error) -> {
+                        if (error != null && Failures.isConnectionFailure(error)) {
+                            ids.deliver(Script.RATE_CANCEL, CommandExecutor.Reply.INTEGER, keys, args, null, null, what);
+                        }
+                    });
         }
     }
 
