@@ -161,6 +161,17 @@ class AclTest {
                 redis.awaitSubscribers("redisson_countdownlatch__channel__{acl-latch}", 1);
                 a.countDownLatch("acl-latch").countDown();
                 assertTrue(latchWaiter.get(10, TimeUnit.SECONDS));
+
+                // A rate limiter: admitted, a wait reserved and undone by a cancel, read, deleted.
+                BatonRateLimiter rate = a.rateLimiter("acl-rate", RateLimit.of(1, Duration.ofSeconds(10)));
+                assertTrue(rate.tryAcquire());
+                java.util.concurrent.CompletableFuture<Void> reserved = b.rateLimiter("acl-rate", RateLimit.of(1, Duration.ofSeconds(10)))
+                        .acquireAsync(1).toCompletableFuture();
+                dev.baton.testkit.Await.until(Duration.ofSeconds(5), () -> "reserved", () -> rate.state().reservedAhead().toSeconds() >= 15);
+                reserved.cancel(false);
+                dev.baton.testkit.Await.until(Duration.ofSeconds(5), () -> "undone", () -> rate.state().reservedAhead().toSeconds() < 11);
+                rate.setLimit(RateLimit.of(2, Duration.ofSeconds(10)));
+                assertTrue(rate.delete());
             }
         } finally {
             threads.shutdownNow();

@@ -90,6 +90,7 @@ class ClusterTest {
             assertThrows(IllegalArgumentException.class, () -> a.readWriteLock(bad), bad);
             assertThrows(IllegalArgumentException.class, () -> a.fairLock(bad), bad);
             assertThrows(IllegalArgumentException.class, () -> a.fencedLock(bad), bad);
+            assertThrows(IllegalArgumentException.class, () -> a.rateLimiter(bad, RateLimit.perSecond(1)), bad);
         }
         for (String tagged : List.of("{orders}", "x{t}")) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.countDownLatch(tagged));
@@ -119,6 +120,18 @@ class ClusterTest {
         assertTrue(latch.trySetCount(1));
         latch.countDown();
         assertTrue(latch.await(1, TimeUnit.SECONDS));
+        // The rate limiter's hash and request keys share the name's slot; a wait, an undo and a
+        // read run there on each master.
+        for (int master = 0; master < 3; master++) {
+            String name = nameOn(master, "rate");
+            BatonRateLimiter rate = a.rateLimiter(name, RateLimit.of(1, Duration.ofSeconds(10)));
+            assertTrue(rate.tryAcquire(), "master " + master);
+            assertFalse(b.rateLimiter(name, RateLimit.of(1, Duration.ofSeconds(10))).tryAcquire(1, 100, TimeUnit.MILLISECONDS));
+            java.util.concurrent.CompletableFuture<Void> waiting = rate.acquireAsync(1).toCompletableFuture();
+            dev.baton.testkit.Await.until(Duration.ofSeconds(5), () -> "reserved on master", () -> rate.state().reservedAhead().toSeconds() >= 15);
+            waiting.cancel(false);
+            dev.baton.testkit.Await.until(Bounds.CLEAN_UP, () -> "undone on master", () -> rate.state().reservedAhead().toSeconds() < 11);
+        }
     }
 
     @Test
