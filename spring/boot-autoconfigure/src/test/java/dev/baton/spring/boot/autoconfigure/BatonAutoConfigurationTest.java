@@ -147,12 +147,14 @@ class BatonAutoConfigurationTest {
         final dev.baton.BatonSemaphore permits;
         final dev.baton.BatonReadWriteLock table;
         final dev.baton.BatonLock tableWrites;
+        final dev.baton.BatonRateLimiter rate;
 
         ExportService(Baton baton) {
             this.lock = baton.lock("exports");
             this.permits = baton.semaphore("export-permits");
             this.table = baton.readWriteLock("export-table");
             this.tableWrites = table.writeLock();
+            this.rate = baton.rateLimiter("export-rate", dev.baton.RateLimit.perSecond(10));
         }
     }
 
@@ -196,6 +198,8 @@ class BatonAutoConfigurationTest {
                         service.tableWrites.lock();
                         assertTrue(service.table.writeLock().isHeldByCurrentThread());
                         service.tableWrites.unlock();
+                        assertTrue(service.rate.tryAcquire(), "the rate limiter got in the constructor");
+                        assertEquals(dev.baton.RateLimit.perSecond(10), service.rate.state().limit());
                         Baton baton = context.getBean(Baton.class);
                         assertEquals(baton.clientId(), baton.clientId(), "one client behind every view");
                         assertEquals(0L, redis.command("EXISTS", "exports", "export-table"));
