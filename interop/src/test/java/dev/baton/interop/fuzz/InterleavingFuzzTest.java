@@ -388,10 +388,10 @@ class InterleavingFuzzTest {
                 case "rateLimiter" -> {
                     // Every call has ended and every slot has passed: the limiter refills and its
                     // hash expires (a reservation nobody undid, far ahead, would keep it).
-                    Long exists = counter.exists(dev.baton.lua.Layout.rateLimiter(name));
+                    String hash = "baton_rate:{" + name + "}"; // data-layout.md
+                    Long exists = counter.exists(hash);
                     if (exists != null && exists > 0) {
-                        return "the rate limiter's hash is still there: " + counter.hgetall(dev.baton.lua.Layout.rateLimiter(name))
-                                + " (PTTL " + counter.pttl(dev.baton.lua.Layout.rateLimiter(name)) + " ms)";
+                        return "the rate limiter's hash is still there: " + counter.hgetall(hash) + " (PTTL " + counter.pttl(hash) + " ms)";
                     }
                 }
                 default -> {
