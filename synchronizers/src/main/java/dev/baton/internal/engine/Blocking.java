@@ -104,7 +104,11 @@ public final class Blocking {
         }
     }
 
-    private static RuntimeException rethrow(Throwable cause) {
+    /**
+     * What a blocking call throws for a failed future's cause: a runtime exception as itself, an
+     * {@link Error} thrown here, a checked cause wrapped in {@link IllegalStateException}.
+     */
+    public static RuntimeException rethrow(Throwable cause) {
         Throwable c = Failures.unwrap(cause);
         if (c instanceof RuntimeException re) {
             return re;

@@ -6,6 +6,7 @@ import dev.baton.RateLimit;
 import dev.baton.internal.Services;
 import dev.baton.internal.command.CommandExecutor;
 import dev.baton.internal.command.Failures;
+import dev.baton.internal.engine.Blocking;
 import dev.baton.internal.engine.Observer;
 import dev.baton.internal.support.Args;
 import dev.baton.internal.support.CallerEndedFuture;
@@ -125,14 +126,7 @@ public final class RedisRateLimiter implements BatonRateLimiter {
             }
             throw e;
         } catch (ExecutionException e) {
-            Throwable cause = Failures.unwrap(e.getCause());
-            if (cause instanceof RuntimeException re) {
-                throw re;
-            }
-            if (cause instanceof Error err) {
-                throw err;
-            }
-            throw new IllegalStateException(cause);
+            throw Blocking.rethrow(e.getCause());
         }
     }
 
