@@ -46,8 +46,6 @@ final class RateLimiterSimulation extends Simulation {
     final List<Caller> callers;
     /** Each request admitted, by its request key: {slot µs, permits}. */
     final Map<String, long[]> admitted = new HashMap<>();
-    /** Request keys admitted, in the order Redis admitted them. */
-    final List<String> order = new ArrayList<>();
     long started;
     long givenUp;
     long undoneBack;
@@ -99,7 +97,6 @@ final class RateLimiterSimulation extends Simulation {
                 violation("a slot handed out before one reserved earlier: " + slot + " µs after " + latest + " µs");
             }
             admitted.put(request, new long[] {slot, n});
-            order.add(request);
         } else if (text.equals(Script.RATE_CANCEL.text()) && (Long) reply == 1L) {
             long[] back = admitted.remove(keys.get(1));
             if (back == null) {
