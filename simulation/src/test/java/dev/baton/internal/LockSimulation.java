@@ -229,6 +229,11 @@ final class LockSimulation extends Simulation {
                 return true;
             }
         }
+        for (long late : world.lateForces) {
+            if (late >= since) {
+                return true;
+            }
+        }
         return false;
     }
 

@@ -266,4 +266,27 @@ class SimulationTest {
             }
         }
     }
+
+    /**
+     * Seeds that long runs found (the 200,000-seed runs of issue 46), each a defect fixed or a
+     * judge taught, replayed in every lane: "kind seed", with what it found.
+     */
+    static final List<String> FOUND = List.of(
+            // A waiter rung by a release whose attempt then failed (Redis stalled past the command
+            // timeout) took the ring with it: the next local waiter slept 3 s on a free lock.
+            "lock 449108",
+            // A late copy of a forceUnlock (sent at 6 ms, run at 262 ms) ended a later hold: a force
+            // the judge had closed at the call's reply.
+            "lock 470101");
+
+    @Test
+    void seedsLongRunsFoundStayClean() {
+        for (String found : FOUND) {
+            String[] kindAndSeed = found.split(" ");
+            Simulation sim = simulation(kindAndSeed[0], Long.parseLong(kindAndSeed[1]), false);
+            assertEquals(List.of(), sim.run(), found + " (replay with -Dbaton.sim.kinds=" + kindAndSeed[0]
+                    + " -Dbaton.sim.seed=" + kindAndSeed[1] + ")");
+        }
+        System.out.println("[sim] " + FOUND.size() + " seeds found by long runs replayed clean: " + FOUND);
+    }
 }

@@ -739,6 +739,15 @@ public final class AcquireEngine {
             }
             PubSubService.Subscription s = subscription;
             if (s != null) {
+                if (!granted && rung) {
+                    // Rung by a message, then ended without a reply that used the ring (Redis did
+                    // not answer, the deadline passed during a retry): ring it again, so leaving
+                    // the channel passes the wake-up on to the next local waiter, which would
+                    // otherwise wait for its lease timer while the lock is free (the simulation's
+                    // lock seed 449108: 3 s).
+                    rung = false;
+                    s.waiter().signal();
+                }
                 addCleanup(s.close());
             }
             // The observer hears before the caller does, so what it records (a meter, a span's
