@@ -208,6 +208,19 @@ public interface Baton extends AutoCloseable {
     BatonRateLimiter rateLimiter(String name, RateLimit limit);
 
     /**
+     * The leader election with this name: candidates that {@link BatonLeaderElection#join join}
+     * it lead one at a time, in the order they joined, each running its work while it leads.
+     * Baton's own layout ({@code baton_leader:{name}} and its helper keys); Redisson has no
+     * leader election. Candidates that stop calling are dropped from the line after the fair
+     * lock's waiter timeout ({@link BatonOptions.Builder#fairLockWaiterTimeout}).
+     *
+     * @throws NullPointerException     if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank
+     * @throws IllegalStateException    if this client is closed
+     */
+    BatonLeaderElection leaderElection(String name);
+
+    /**
      * The count-down latch with this name (also its Redis key), Redisson-compatible.
      *
      * @throws NullPointerException     if {@code name} is null

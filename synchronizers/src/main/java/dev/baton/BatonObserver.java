@@ -36,7 +36,9 @@ public interface BatonObserver {
         /** The count-down latch (an await). */
         COUNT_DOWN_LATCH,
         /** The rate limiter (an acquisition: admitted, refused, or given up while waiting for its slot). */
-        RATE_LIMITER
+        RATE_LIMITER,
+        /** A leader election (a candidate's wait to lead). */
+        LEADER_ELECTION
     }
 
     /** How an acquisition (a lock, permits, a latch's await) ended. */

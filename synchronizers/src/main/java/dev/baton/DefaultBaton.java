@@ -98,6 +98,11 @@ final class DefaultBaton implements Baton {
     }
 
     @Override
+    public BatonLeaderElection leaderElection(String name) {
+        return runtime.leaderElection(name);
+    }
+
+    @Override
     public BatonCountDownLatch countDownLatch(String name) {
         return runtime.countDownLatch(name);
     }

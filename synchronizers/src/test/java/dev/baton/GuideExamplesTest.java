@@ -196,6 +196,83 @@ class GuideExamplesTest extends TwoClientsTest {
         assertEquals(4, concurrent.availablePermits());
     }
 
+    private static final int SHARDS = 3;
+    private final String hostName = "host-1";
+    private final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(GuideExamplesTest.class);
+
+    /** The nightly schedule of the leader-election example: a first run at once, then none (until interrupted). */
+    private final class Schedule {
+        private int runs;
+
+        void awaitNextRun() throws InterruptedException {
+            if (runs++ > 0) {
+                Thread.sleep(Long.MAX_VALUE);
+            }
+        }
+    }
+
+    /** The store of the example: keeps the highest epoch it has seen and refuses a lower one. */
+    private static final class Jobs {
+        private long highest;
+        private final java.util.Map<Integer, Long> assigned = new java.util.concurrent.ConcurrentHashMap<>();
+
+        synchronized void assign(int shard, long epoch) {
+            if (epoch < highest) {
+                throw new IllegalStateException("epoch " + epoch + " is below " + highest + ": a deposed leader");
+            }
+            highest = epoch;
+            assigned.put(shard, epoch);
+        }
+    }
+
+    private final Schedule schedule = new Schedule();
+    private final Jobs jobs = new Jobs();
+
+    @Test
+    void leaderElection() throws Exception {
+        Baton baton = a;
+        // The workers, on the other client: wait for the shards, count each down.
+        BatonCountDownLatch workers = b.countDownLatch("nightly-billing:done");
+        threads.submit(() -> {
+            for (int i = 0; i < SHARDS; i++) {
+                while (jobs.assigned.size() <= i) {
+                    Thread.sleep(5);
+                }
+                workers.countDown();
+            }
+            return null;
+        });
+        // snippet leader-election begins
+        BatonLeaderElection election = baton.leaderElection("nightly-billing");
+        Candidacy candidacy = election.join("billing@" + hostName, leadership -> {
+            while (true) {                                  // leads until interrupted (lost, handed on, closed)
+                schedule.awaitNextRun();                    // an interrupt ends the wait
+                BatonCountDownLatch done = baton.countDownLatch("nightly-billing:done");
+                done.trySetCount(SHARDS);                   // the workers await the shards and count down
+                for (int shard = 0; shard < SHARDS; shard++) {
+                    leadership.checkValid();                // LeaseLostException once not known to lead
+                    jobs.assign(shard, leadership.epoch()); // the store refuses an epoch below the highest it saw
+                }
+                done.await();
+            }
+        });
+        // snippet leader-election ends
+        assertTrue(candidacy.awaitLeadership(10, TimeUnit.SECONDS));
+        dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(10), () -> "the round's three shards to be done",
+                () -> jobs.assigned.size() == SHARDS && workers.getCount() == 0);
+        // snippet leader-election-state begins
+        ElectionState state = election.state();
+        state.leader().ifPresent(leader -> log.info("{} leads since {} (epoch {})",
+                leader.identity(), leader.since(), leader.epoch()));
+
+        candidacy.close(); // on shutdown: stops the work, hands leadership to the next candidate
+        // snippet leader-election-state ends
+        assertEquals("billing@host-1", state.leader().orElseThrow().identity());
+        assertEquals(jobs.highest, state.leader().get().epoch(), "the epoch the store saw is the one anyone reads");
+        assertFalse(candidacy.isLeader());
+        assertTrue(election.state().leader().isEmpty(), "the closed candidacy handed leadership on");
+    }
+
     @Test
     void semaphore() throws Exception {
         Baton baton = a;

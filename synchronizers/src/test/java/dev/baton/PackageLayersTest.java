@@ -38,7 +38,7 @@ class PackageLayersTest {
             Set.of("lease", "unconfirmed"),
             Set.of(""),
             Set.of("lock", "semaphore", "latch", "ratelimit"),
-            Set.of("composite"),
+            Set.of("composite", "election"),
             Set.of("runtime"));
     private static final Pattern INTERNAL = Pattern.compile("\\bdev\\.baton\\.internal(?:\\.([a-z]\\w*))?\\.[A-Z]");
 

@@ -99,4 +99,42 @@ public final class Layout {
     public static String rateLimiter(String name) {
         return "baton_rate:" + hashTagged(name);
     }
+
+    /**
+     * A leader election's lock hash (a fair lock in election mode: the leader's owner id plus
+     * its identity, epoch and since): {@code baton_leader:{name}}.
+     */
+    public static String leader(String name) {
+        return "baton_leader:" + hashTagged(name);
+    }
+
+    /** A leader election's queue of candidates (ZSET owner -> ticket): {@code baton_leader_queue:{name}}. */
+    public static String leaderQueue(String name) {
+        return "baton_leader_queue:" + hashTagged(name);
+    }
+
+    /** A leader election's candidate deadlines (HASH owner -> ms): {@code baton_leader_waiters:{name}}. */
+    public static String leaderWaiters(String name) {
+        return "baton_leader_waiters:" + hashTagged(name);
+    }
+
+    /** A leader election's ticket counter: {@code baton_leader_ticket:{name}}. */
+    public static String leaderTicket(String name) {
+        return "baton_leader_ticket:" + hashTagged(name);
+    }
+
+    /** A leader election's hand-off channel (message = next leader's owner id and ticket): {@code baton_leader:{name}}. */
+    public static String leaderChannel(String name) {
+        return "baton_leader:" + hashTagged(name);
+    }
+
+    /** A leader election's epoch counter (never expires): {@code baton_leader_epoch:{name}}. */
+    public static String leaderEpoch(String name) {
+        return "baton_leader_epoch:" + hashTagged(name);
+    }
+
+    /** A leader election's candidate identities (HASH owner -> identity): {@code baton_leader_identity:{name}}. */
+    public static String leaderIdentities(String name) {
+        return "baton_leader_identity:" + hashTagged(name);
+    }
 }

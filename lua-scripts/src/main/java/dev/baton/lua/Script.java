@@ -88,7 +88,9 @@ public enum Script {
     /** Change a rate limiter's limit for every client, keeping its backlog. */
     RATE_SET_LIMIT("rate_set_limit.lua"),
     /** Delete a rate limiter. */
-    RATE_DELETE("rate_delete.lua");
+    RATE_DELETE("rate_delete.lua"),
+    /** Read a leader election: the leader, its epoch and since when, and the live candidates. */
+    ELECTION_STATE("election_state.lua");
 
     private final String fileName;
     private final String text;

@@ -15,9 +15,19 @@
 -- ARGV[5]  claim timeout in ms: the PEXPIRE of a lock handed to a waiter until it claims it
 -- ARGV[6]  1 = queue the caller if refused (it will wait); 0 = do not (tryLock without wait)
 --
+-- A leader election (docs/guide/leader-election.md) is a fair lock with two more keys and one
+-- more argument; with them the lock hash also carries the leader's "baton:identity",
+-- "baton:epoch" and "baton:since" (server ms) fields, which go with the hash:
+-- KEYS[6]  "baton_leader_epoch:{<name>}": STRING, the last epoch issued: each claim of the
+--          leadership (a grant that finds the caller holding nothing it knew of) issues
+--          max(last + 1, server time in microseconds), as the fenced lock's token
+-- KEYS[7]  "baton_leader_identity:{<name>}": HASH, queued owner id -> its identity
+-- ARGV[7]  the caller's identity (shown to everyone as the leader's once it leads)
+--
 -- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
 --          (sharded pub/sub) in a Redis Cluster of version 7 or later, as Redisson chooses
--- Reply    {1, holds, 0}      granted (also when the lock had been handed to the caller)
+-- Reply    {1, holds, 0}      granted (also when the lock had been handed to the caller); an
+--                             election's has the epoch in place of the 0
 --          {0, retry, ticket} refused; retry = ms until the caller should call again at the
 --                             latest (the holder's TTL, capped by the caller's need to stay
 --                             alive); ticket = the caller's place in the queue (0 if not queued)
@@ -29,6 +39,7 @@
 local name, queue, waiters, channel, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local lease, owner, expected = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local waiterLease, claimTimeout, mayQueue = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
+local identities = KEYS[7]
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local nowMicros = tonumber(time[1]) * 1000000 + tonumber(time[2])
@@ -36,6 +47,18 @@ local nowMicros = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local function forget(who)
   redis.call('zrem', queue, who)
   redis.call('hdel', waiters, who)
+  if identities then
+    redis.call('hdel', identities, who)
+  end
+end
+
+-- An election's new epoch, written to the hash: max(last + 1, server clock in microseconds).
+local function issue()
+  local epoch = math.max((tonumber(redis.call('get', KEYS[6])) or 0) + 1, nowMicros)
+  epoch = string.format('%d', epoch)
+  redis.call('set', KEYS[6], epoch)
+  redis.call('hset', name, 'baton:epoch', epoch)
+  return tonumber(epoch)
 end
 
 local function liveHead()
@@ -56,6 +79,9 @@ end
 local function tidy()
   if redis.call('zcard', queue) == 0 then
     redis.call('del', queue, waiters, tickets)
+    if identities then
+      redis.call('del', identities)
+    end
   end
 end
 
@@ -72,6 +98,9 @@ local function enqueue()
     redis.call('zadd', queue, ticket, owner)
   end
   redis.call('hset', waiters, owner, now + waiterLease)
+  if identities then
+    redis.call('hset', identities, owner, ARGV[7])
+  end
   return tonumber(ticket)
 end
 
@@ -84,6 +113,15 @@ if held then
   redis.call('pexpire', name, lease)
   forget(owner)
   tidy()
+  if identities then
+    -- The claim of a hand-off, or a first acquisition whose reply was lost: a new epoch (the
+    -- caller has seen none for this hold). A re-entry keeps the hold's.
+    local epoch = expected == 0 and issue() or tonumber(redis.call('hget', name, 'baton:epoch') or 0)
+    if not redis.call('hget', name, 'baton:since') then
+      redis.call('hset', name, 'baton:identity', ARGV[7], 'baton:since', now)
+    end
+    return {1, held, epoch}
+  end
   return {1, held, 0}
 end
 
@@ -106,11 +144,18 @@ if head == nil or head == owner then
   redis.call('pexpire', name, lease)
   forget(owner)
   tidy()
+  if identities then
+    redis.call('hset', name, 'baton:identity', ARGV[7], 'baton:since', now)
+    return {1, 1, issue()}
+  end
   return {1, 1, 0}
 end
 
 -- The lock is free but someone else is first in line: it is theirs.
 redis.call('hset', name, head, 1)
+if identities then
+  redis.call('hset', name, 'baton:identity', redis.call('hget', identities, head) or '', 'baton:since', now)
+end
 redis.call('pexpire', name, claimTimeout)
 forget(head)
 redis.call(ARGV[#ARGV], channel, head .. '#' .. string.format('%d', tonumber(headTicket)))

@@ -1,6 +1,7 @@
 -- fair_force_unlock: delete a fair lock whoever holds it, and hand it to the live queue head.
 --
 -- KEYS[1..5]  as fair_acquire.lua: lock hash, queue, waiters, channel, ticket counter
+-- KEYS[6..7]  a leader election's only (as fair_acquire.lua): epoch counter, identities
 -- ARGV[1]  claim timeout in ms for the hand-on to the next waiter
 --
 -- ARGV[#ARGV] the publish command, added to every call by the client: PUBLISH, or SPUBLISH
@@ -30,8 +31,17 @@ for _ = 1, 100 do
   redis.call('zrem', queue, first)
   local deadline = tonumber(redis.call('hget', waiters, first))
   redis.call('hdel', waiters, first)
+  local identity = false
+  if KEYS[7] then
+    identity = redis.call('hget', KEYS[7], first)
+    redis.call('hdel', KEYS[7], first)
+  end
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
+    if KEYS[7] then
+      -- an election: the new leader's identity and since when (its epoch comes with its claim)
+      redis.call('hset', name, 'baton:identity', identity or '', 'baton:since', now)
+    end
     redis.call('pexpire', name, claimTimeout)
     redis.call(ARGV[#ARGV], channel, first .. '#' .. string.format('%d', tonumber(head[2])))
     break
@@ -39,6 +49,9 @@ for _ = 1, 100 do
 end
 if redis.call('zcard', queue) == 0 then
   redis.call('del', queue, waiters, tickets)
+  if KEYS[7] then
+    redis.call('del', KEYS[7])
+  end
 end
 -- hand-off: end
 return 1

@@ -4,6 +4,7 @@
 -- learnt about (ARGV[3] = 1 for an owner holding nothing locally) is passed on.
 --
 -- KEYS[1..5]  as fair_acquire.lua: lock hash, queue, waiters, channel, ticket counter
+-- KEYS[6..7]  a leader election's only (as fair_acquire.lua): epoch counter, identities
 -- ARGV[1]  lease in milliseconds, applied again while holds remain
 -- ARGV[2]  owner id
 -- ARGV[3]  the hold count the caller believes it has before this call (>= 1)
@@ -14,7 +15,8 @@
 -- Reply    -1      the owner holds nothing (never held, lease lost, or a re-delivered final
 --                  release that was applied already)
 --          n >= 0  holds the owner has left; 0 = released (handed on, or free)
--- Publishes "<next owner>#<its ticket>" on KEYS[4] when the lock is handed on.
+-- Publishes "<next owner>#<its ticket>" on KEYS[4] when the lock is handed on (an election's
+-- hand-off also writes the next leader's identity and since to the hash, as fair_acquire.lua).
 --
 -- Dead waiters (liveness deadline passed, server clock) at the head are removed on the way.
 -- Re-delivery: a count already at ARGV[3] - 1 is left alone.
@@ -22,10 +24,16 @@ local name, queue, waiters, channel, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4
 local owner, expected, claimTimeout = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 redis.call('zrem', queue, owner)
 redis.call('hdel', waiters, owner)
+if KEYS[7] then
+  redis.call('hdel', KEYS[7], owner)
+end
 local held = redis.call('hget', name, owner)
 if not held then
   if redis.call('zcard', queue) == 0 then
     redis.call('del', queue, waiters, tickets)
+    if KEYS[7] then
+      redis.call('del', KEYS[7])
+    end
   end
   return -1
 end
@@ -52,8 +60,17 @@ for _ = 1, 100 do
   redis.call('zrem', queue, first)
   local deadline = tonumber(redis.call('hget', waiters, first))
   redis.call('hdel', waiters, first)
+  local identity = false
+  if KEYS[7] then
+    identity = redis.call('hget', KEYS[7], first)
+    redis.call('hdel', KEYS[7], first)
+  end
   if deadline and deadline >= now then
     redis.call('hset', name, first, 1)
+    if KEYS[7] then
+      -- an election: the new leader's identity and since when (its epoch comes with its claim)
+      redis.call('hset', name, 'baton:identity', identity or '', 'baton:since', now)
+    end
     redis.call('pexpire', name, claimTimeout)
     redis.call(ARGV[#ARGV], channel, first .. '#' .. string.format('%d', tonumber(head[2])))
     break
@@ -61,6 +78,9 @@ for _ = 1, 100 do
 end
 if redis.call('zcard', queue) == 0 then
   redis.call('del', queue, waiters, tickets)
+  if KEYS[7] then
+    redis.call('del', KEYS[7])
+  end
 end
 -- hand-off: end
 return 0

@@ -7,6 +7,9 @@ import dev.baton.internal.lease.ScriptRenewer;
 import dev.baton.internal.unconfirmed.Requests;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -28,10 +31,31 @@ public record Services(CommandExecutor executor, AcquireEngine engine, Leases le
     /** Whether a client is open; {@link #close()} is final. */
     public static final class Lifecycle {
         private final AtomicBoolean closed = new AtomicBoolean();
+        private final Set<Runnable> beforeClose = ConcurrentHashMap.newKeySet();
 
-        /** Marks the client closed; whether this call did it (false if it was closed already). */
+        /**
+         * Runs the hooks registered to run while the client is still open (a leader election's
+         * candidacies hand leadership on), then marks the client closed; whether this call did
+         * it (false if it was closed already).
+         */
         public boolean close() {
+            if (closed.get()) {
+                return false;
+            }
+            for (Runnable hook : List.copyOf(beforeClose)) {
+                hook.run();
+            }
             return closed.compareAndSet(false, true);
+        }
+
+        /** Runs {@code hook} when the client closes, before anything of it is closed. */
+        public void beforeClose(Runnable hook) {
+            beforeClose.add(hook);
+        }
+
+        /** Forgets a hook of {@link #beforeClose}. */
+        public void forget(Runnable hook) {
+            beforeClose.remove(hook);
         }
 
         /** @throws IllegalStateException if the client is closed */

@@ -7,6 +7,7 @@ import dev.baton.internal.pubsub.WakeRule;
 import dev.baton.lua.Layout;
 import dev.baton.lua.Script;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -39,14 +40,41 @@ public final class FairRecipe implements LockRecipe {
     private final List<String> keys;
     private final long waiterLeaseMs;
     private final long claimTimeoutMs;
+    /** The extra argument of an election's acquire (the candidate's identity); empty for a fair lock. */
+    private final List<String> electionArgs;
+    private final BatonObserver.Kind kind;
 
     public FairRecipe(Services services, String name, long waiterLeaseMs) {
+        this(services, name, List.of(name, Layout.fairQueue(name), Layout.fairWaiters(name), Layout.fairChannel(name),
+                Layout.fairTicket(name)), waiterLeaseMs, List.of(), BatonObserver.Kind.FAIR_LOCK);
+    }
+
+    private FairRecipe(Services services, String name, List<String> keys, long waiterLeaseMs, List<String> electionArgs,
+                       BatonObserver.Kind kind) {
         this.executor = services.executor();
         this.name = name;
-        this.channel = Layout.fairChannel(name);
-        this.keys = List.of(name, Layout.fairQueue(name), Layout.fairWaiters(name), channel, Layout.fairTicket(name));
+        this.channel = keys.get(3);
+        this.keys = keys;
         this.waiterLeaseMs = waiterLeaseMs;
         this.claimTimeoutMs = waiterLeaseMs;
+        this.electionArgs = electionArgs;
+        this.kind = kind;
+    }
+
+    /**
+     * A leader election's lock: a fair lock on {@code Layout.leader(election)} whose scripts, given
+     * the epoch counter and the identities as two more keys and {@code identity} as one more
+     * argument, also keep the leader's identity, epoch and since in the lock hash; a grant's
+     * token is the epoch of the leadership.
+     *
+     * @param lockKey {@code Layout.leader(election)}, the name the lock is made with
+     */
+    public static FairRecipe election(Services services, String election, String lockKey, long waiterLeaseMs,
+                                      String identity) {
+        return new FairRecipe(services, lockKey, List.of(lockKey, Layout.leaderQueue(election),
+                Layout.leaderWaiters(election), Layout.leaderChannel(election), Layout.leaderTicket(election),
+                Layout.leaderEpoch(election), Layout.leaderIdentities(election)),
+                waiterLeaseMs, List.of(identity), BatonObserver.Kind.LEADER_ELECTION);
     }
 
     @Override
@@ -78,10 +106,19 @@ public final class FairRecipe implements LockRecipe {
 
     @Override
     public CompletableFuture<Grant> acquire(String owner, int heldBefore, long leaseMs, boolean willWait) {
-        return executor.<List<Object>>eval(Script.FAIR_ACQUIRE, CommandExecutor.Reply.ARRAY, keys,
-                        List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore), Long.toString(waiterLeaseMs),
-                                Long.toString(claimTimeoutMs), willWait ? "1" : "0"))
-                .thenApply(Grant::of);
+        List<String> args = new ArrayList<>(List.of(Long.toString(leaseMs), owner, Integer.toString(heldBefore),
+                Long.toString(waiterLeaseMs), Long.toString(claimTimeoutMs), willWait ? "1" : "0"));
+        args.addAll(electionArgs);
+        return executor.<List<Object>>eval(Script.FAIR_ACQUIRE, CommandExecutor.Reply.ARRAY, keys, args)
+                .thenApply(reply -> {
+                    Grant grant = Grant.of(reply);
+                    return grant.granted() && fenced() ? grant.withToken((Long) reply.get(2)) : grant;
+                });
+    }
+
+    @Override
+    public boolean fenced() {
+        return kind == BatonObserver.Kind.LEADER_ELECTION;
     }
 
     @Override
@@ -104,11 +141,11 @@ public final class FairRecipe implements LockRecipe {
 
     @Override
     public BatonObserver.Kind kind() {
-        return BatonObserver.Kind.FAIR_LOCK;
+        return kind;
     }
 
     @Override
     public String toString() {
-        return "fair lock";
+        return fenced() ? "leader election" : "fair lock";
     }
 }

@@ -58,6 +58,11 @@ final class FencedRecipe implements LockRecipe {
     }
 
     @Override
+    public boolean fenced() {
+        return true;
+    }
+
+    @Override
     public BatonObserver.Kind kind() {
         return BatonObserver.Kind.FENCED_LOCK;
     }

@@ -51,6 +51,11 @@ public interface LockRecipe {
     /** What the observer calls this kind. */
     BatonObserver.Kind kind();
 
+    /** Whether a grant carries a fencing token (a lease scope then shows it). */
+    default boolean fenced() {
+        return false;
+    }
+
     /** The channel waiters subscribe to. */
     String channel();
 

@@ -147,7 +147,7 @@ public class RedisLock implements BatonLock {
             throw new IllegalStateException("'" + name + "' was granted but is not in the lease table");
         }
         LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
-                recipe.kind() == BatonObserver.Kind.FENCED_LOCK, Thread.currentThread());
+                recipe.fenced(), Thread.currentThread());
         return scope.run(work, stopped -> {
             boolean last = lease.holds <= 1;
             try {
@@ -362,7 +362,7 @@ public class RedisLock implements BatonLock {
                 return;
             }
             LeaseScopedWork scope = new LeaseScopedWork(name, lease, services.leases(), services.executor().scheduler(),
-                    recipe.kind() == BatonObserver.Kind.FENCED_LOCK, null);
+                    recipe.fenced(), null);
             result.running(scope);
             if (result.ended()) {
                 // Ended as the scope was being made (its end may not have seen it): the same.

@@ -25,6 +25,8 @@ import dev.baton.internal.lease.Leases;
 import dev.baton.internal.lease.RenewalRegistry;
 import dev.baton.internal.lease.ScriptRenewer;
 import dev.baton.internal.lock.FairRecipe;
+import dev.baton.internal.election.RedisLeaderElection;
+import dev.baton.BatonLeaderElection;
 import dev.baton.internal.lock.ReadLockRecipe;
 import dev.baton.internal.lock.RedisFencedLock;
 import dev.baton.internal.lock.RedisLock;
@@ -210,6 +212,12 @@ public final class ClientRuntime implements AutoCloseable {
         java.util.Objects.requireNonNull(limit, "limit");
         inOneSlot(name, false);
         return new RedisRateLimiter(services, name, limit);
+    }
+
+    public BatonLeaderElection leaderElection(String name) {
+        services.checkOpen();
+        inOneSlot(Layout.leader(java.util.Objects.requireNonNull(name, "name")), false);
+        return new RedisLeaderElection(services, name, options.fairLockWaiterTimeout().toMillis());
     }
 
     public BatonCountDownLatch countDownLatch(String name) {

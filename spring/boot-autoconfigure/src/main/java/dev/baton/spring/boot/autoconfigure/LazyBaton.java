@@ -3,6 +3,7 @@ package dev.baton.spring.boot.autoconfigure;
 import dev.baton.Baton;
 import dev.baton.BatonCountDownLatch;
 import dev.baton.BatonFencedLock;
+import dev.baton.BatonLeaderElection;
 import dev.baton.BatonLock;
 import dev.baton.BatonOptions;
 import dev.baton.BatonPermitExpirableSemaphore;
@@ -166,6 +167,11 @@ final class LazyBaton implements Baton {
     public BatonRateLimiter rateLimiter(String name, RateLimit limit) {
         Objects.requireNonNull(limit, "limit");
         return view(BatonRateLimiter.class, name, b -> b.rateLimiter(name, limit));
+    }
+
+    @Override
+    public BatonLeaderElection leaderElection(String name) {
+        return view(BatonLeaderElection.class, name, b -> b.leaderElection(name));
     }
 
     @Override

@@ -1,0 +1,73 @@
+package dev.baton;
+
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One candidate in a {@link BatonLeaderElection}, from {@link BatonLeaderElection#join}. It waits
+ * for its turn, leads (runs its work), hands leadership on when the work ends and waits again,
+ * until it is closed.
+ */
+public interface Candidacy extends AutoCloseable {
+
+    /** The identity it joined with. */
+    String identity();
+
+    /** The election's name. */
+    String electionName();
+
+    /**
+     * Whether this candidate leads now: it was elected and its leadership is still known to hold
+     * ({@link Leadership#isValid()}). No round trip.
+     */
+    boolean isLeader();
+
+    /** The current leadership, if this candidate leads (valid or not yet revoked). */
+    Optional<Leadership> leadership();
+
+    /**
+     * Waits until this candidate leads.
+     *
+     * <p>How the wait can end: {@code true} as soon as it leads; {@code false} when the timeout
+     * elapses first, or at once if the candidacy is closed; {@link InterruptedException} if the
+     * calling thread is interrupted.
+     *
+     * @throws IllegalArgumentException if the timeout is negative
+     */
+    boolean awaitLeadership(long timeout, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * Hands leadership to the next candidate in line, if this one leads: interrupts the work,
+     * waits for it to return and for Redis to confirm the release, and returns; this candidate
+     * then joins the line again at its end (alone, it leads again at once). The next live
+     * candidate leads within 200 ms of the return.
+     *
+     * <p>How the wait can end: {@code true} once leadership was handed on (or, if Redis did not
+     * confirm the release within the command timeout, once Baton gave it up, and Redis lets it
+     * expire within the watchdog timeout); {@code false} at once if this candidate did not lead;
+     * {@link InterruptedException} if the calling thread is interrupted (the hand-over goes on).
+     * Work that ignores interruption delays the return until it ends.
+     *
+     * @throws IllegalStateException if called from the work itself: return from the work instead
+     */
+    boolean relinquish() throws InterruptedException;
+
+    /**
+     * Adds a listener, called on the candidate's thread: {@code elected} before the work starts,
+     * {@code revoked} after it ended and the release was tried. A listener's exception is logged
+     * and ignored.
+     */
+    void addListener(LeadershipListener listener);
+
+    /** Removes a listener; whether it was there. */
+    boolean removeListener(LeadershipListener listener);
+
+    /**
+     * Leaves the election: stops the work if this candidate leads, hands leadership on, and leaves
+     * the line. Waits for the candidate's thread to end; if the calling thread is interrupted
+     * meanwhile, returns with its interrupt status set while the candidate ends on its own.
+     * Closing the client closes its candidacies the same way. Idempotent.
+     */
+    @Override
+    void close();
+}
