@@ -39,9 +39,9 @@ public interface BatonLeaderElection {
     String getName();
 
     /**
-     * Joins the election as a candidate, and returns at once: the candidate waits for its turn on
-     * a thread of its own (a daemon thread named {@code baton-candidate-<name>}), and runs
-     * {@code work} on that thread each time it is elected. When the work returns (or throws), the
+     * Joins the election as a candidate, and returns at once: the candidate waits for its turn
+     * without a thread, and runs {@code work} on a daemon thread of its own (named
+     * {@code baton-candidate-<name>}) each time it is elected. When the work returns (or throws), the
      * candidate gives leadership to the next candidate in line and joins the line again at its
      * end; {@link Candidacy#close()} ends the candidacy.
      *
@@ -56,6 +56,22 @@ public interface BatonLeaderElection {
      * @throws IllegalStateException    if the client is closed
      */
     Candidacy join(String identity, LeadershipWork work);
+
+    /**
+     * Joins the election with asynchronous work: when elected, {@code work} is called with the
+     * leadership (on the default asynchronous executor of {@link java.util.concurrent.CompletableFuture},
+     * never on one of Baton's I/O or timer threads) and should return at once; the candidate leads
+     * until the stage it returned completes, then hands leadership on and joins the line again, as
+     * {@link #join} does. The stage is cancelled when leadership is lost, relinquished or the
+     * candidacy closed (cancelling a stage does not stop code already running for it: check
+     * {@link Leadership#isValid()}); no thread of its own waits. For a caller that does its waiting
+     * in stages, as a reactive pipeline or a coroutine does.
+     *
+     * @throws IllegalArgumentException if the identity is empty, blank or longer than 200 characters
+     * @throws IllegalStateException    if the client is closed
+     */
+    Candidacy joinAsync(String identity,
+                        java.util.function.Function<? super Leadership, ? extends CompletionStage<?>> work);
 
     /**
      * Who leads and who waits, as Redis has it now: one round trip.

@@ -1,6 +1,7 @@
 package dev.baton;
 
 import java.util.Optional;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -53,6 +54,13 @@ public interface Candidacy extends AutoCloseable {
     boolean relinquish() throws InterruptedException;
 
     /**
+     * Asynchronous {@link #relinquish()}: the stage completes with {@code true} once leadership was
+     * handed on, {@code false} at once if this candidate did not lead. Usable from the work itself
+     * (the stage then completes after the work has returned).
+     */
+    CompletionStage<Boolean> relinquishAsync();
+
+    /**
      * Adds a listener, called on the candidate's thread: {@code elected} before the work starts,
      * {@code revoked} after it ended and the release was tried. A listener's exception is logged
      * and ignored.
@@ -70,4 +78,10 @@ public interface Candidacy extends AutoCloseable {
      */
     @Override
     void close();
+
+    /**
+     * Asynchronous {@link #close()}: starts leaving and returns a stage that completes when the
+     * candidacy has ended (work returned, leadership handed on, the line left).
+     */
+    CompletionStage<Void> closeAsync();
 }

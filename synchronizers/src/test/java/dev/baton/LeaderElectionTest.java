@@ -322,7 +322,9 @@ class LeaderElectionTest extends TwoClientsTest {
     @Test
     void closingTheClientDoesNotWaitLongerThanTheCommandTimeoutPlus1sForAWorkThatIgnoresInterrupts() throws Exception {
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        CountDownLatch workRuns = new CountDownLatch(1);
         Candidacy c = joinRecorded(b, "stubborn", "c", new ArrayBlockingQueue<>(10), leadership -> {
+            workRuns.countDown();
             while (!stop.get()) {
                 try {
                     Thread.sleep(10);
@@ -333,6 +335,7 @@ class LeaderElectionTest extends TwoClientsTest {
         });
         try {
             assertTrue(c.awaitLeadership(10, TimeUnit.SECONDS));
+            assertTrue(workRuns.await(10, TimeUnit.SECONDS), "the work never started");
             long start = System.nanoTime();
             b.close();
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);

@@ -116,7 +116,12 @@ if held then
   if identities then
     -- The claim of a hand-off, or a first acquisition whose reply was lost: a new epoch (the
     -- caller has seen none for this hold). A re-entry keeps the hold's.
-    local epoch = expected == 0 and issue() or tonumber(redis.call('hget', name, 'baton:epoch') or 0)
+    local epoch = redis.call('hget', name, 'baton:epoch')
+    if expected == 0 or not epoch then
+      epoch = issue() -- also a hold with no epoch: handed on and never claimed, or counted up twice
+    else
+      epoch = tonumber(epoch)
+    end
     if not redis.call('hget', name, 'baton:since') then
       redis.call('hset', name, 'baton:identity', ARGV[7], 'baton:since', now)
     end

@@ -7,7 +7,11 @@ import dev.baton.internal.lease.ScriptRenewer;
 import dev.baton.internal.unconfirmed.Requests;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
@@ -31,30 +35,59 @@ public record Services(CommandExecutor executor, AcquireEngine engine, Leases le
     /** Whether a client is open; {@link #close()} is final. */
     public static final class Lifecycle {
         private final AtomicBoolean closed = new AtomicBoolean();
-        private final Set<Runnable> beforeClose = ConcurrentHashMap.newKeySet();
+        private final Set<Supplier<CompletableFuture<?>>> beforeClose = ConcurrentHashMap.newKeySet();
 
         /**
-         * Runs the hooks registered to run while the client is still open (a leader election's
-         * candidacies hand leadership on), then marks the client closed; whether this call did
-         * it (false if it was closed already).
+         * Starts the hooks registered to run while the client is still open (a leader election's
+         * candidacies hand leadership on), all at once, and waits for them at most
+         * {@code hookBound} in all; then marks the client closed. Whether this call did it (false
+         * if it was closed already).
          */
-        public boolean close() {
+        public boolean close(Duration hookBound) {
             if (closed.get()) {
                 return false;
             }
-            for (Runnable hook : List.copyOf(beforeClose)) {
-                hook.run();
+            List<CompletableFuture<?>> started = new ArrayList<>();
+            for (Supplier<CompletableFuture<?>> hook : List.copyOf(beforeClose)) {
+                started.add(hook.get());
+            }
+            if (!started.isEmpty()) {
+                boolean interrupted = false;
+                long deadline = System.nanoTime() + hookBound.toNanos();
+                for (CompletableFuture<?> hook : started) {
+                    while (true) {
+                        try {
+                            hook.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                            break;
+                        } catch (InterruptedException e) {
+                            interrupted = true;
+                        } catch (ExecutionException | TimeoutException e) {
+                            break;
+                        }
+                    }
+                }
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
             }
             return closed.compareAndSet(false, true);
         }
 
-        /** Runs {@code hook} when the client closes, before anything of it is closed. */
-        public void beforeClose(Runnable hook) {
+        /** Whether the client is closed (or closing past its hooks). */
+        public boolean isClosed() {
+            return closed.get();
+        }
+
+        /**
+         * Starts {@code hook} when the client closes, before anything of it is closed; the close
+         * waits for the stage it returns, within its bound.
+         */
+        public void beforeClose(Supplier<CompletableFuture<?>> hook) {
             beforeClose.add(hook);
         }
 
         /** Forgets a hook of {@link #beforeClose}. */
-        public void forget(Runnable hook) {
+        public void forget(Supplier<CompletableFuture<?>> hook) {
             beforeClose.remove(hook);
         }
 

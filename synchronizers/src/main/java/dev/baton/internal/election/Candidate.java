@@ -6,10 +6,12 @@ import dev.baton.LeaseScope;
 import dev.baton.Leadership;
 import dev.baton.LeadershipListener;
 import dev.baton.LeadershipListener.Revocation;
-import dev.baton.LeadershipWork;
 import dev.baton.RedisUnavailableException;
 import dev.baton.internal.Services;
+import dev.baton.internal.lease.OwnerIds;
 import dev.baton.internal.lock.RedisLock;
+import dev.baton.internal.command.Failures;
+import dev.baton.internal.time.Scheduler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,67 +20,110 @@ import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 /*
- * One candidacy: a daemon thread that loops until closed. Each turn waits for the election's
- * lock (a fair lock in election mode: candidates lead in the order they queued) with
- * RedisLock.withLock, so the work runs as lease-scoped work: stopped by an interrupt when the
- * lease is found lost or its validity runs out, released (handed to the next live candidate)
- * however it ends. A relinquish or a close interrupts the thread; the turn's Term records which
- * of them asked, so the revocation names the reason, and completes when the turn is over (work
- * returned, release tried), which is what relinquish() and close() wait for.
+ * One candidacy, driven by completions: each turn is one RedisLock.withLockAsync on the
+ * election's lock (a fair lock in election mode: candidates lead in the order they queued), for
+ * an owner id of the turn's own, so the work runs as async lease-scoped work: its stage is
+ * cancelled when the lease is found lost or its validity runs out, and the release (a hand-off
+ * to the next live candidate) follows however the stage ends. When the turn is over the next one
+ * starts, until the candidacy is closed. Nothing here blocks: the simulation drives it on virtual
+ * time, and the reactive and coroutine forms use it as it is.
  *
- * The thread's owner id (its thread id) is the lock's owner; a turn never re-enters. A release
- * Redis did not confirm leaves the hold to the thread; it unlocks again (once a second) before
- * it queues again, so it never re-enters its own unconfirmed leadership.
+ * A Runner runs the user's work for a term: a blocking LeadershipWork on a worker thread of the
+ * candidacy's own (stopped by interrupting that thread), or an async one whose stage is cancelled.
+ * A blocking work stopped by a loss may still run when the stage is cancelled and the lock is
+ * released: the next turn waits until it has returned (one worker, one work at a time).
+ *
+ * A relinquish or a close records on the term who asked (the revocation names it) and stops the
+ * work; the term's `over` completes when the turn has ended (work returned, release tried), which
+ * is what relinquish() and close() wait for. Each turn has a fresh owner id, so a hold whose
+ * release Redis did not confirm (Baton forgets it; it expires unrenewed) is never re-entered.
  */
 final class Candidate implements Candidacy {
     private static final Logger log = LoggerFactory.getLogger(Candidate.class);
-    private static final long RETRY_MS = 1000;
+    static final long RETRY_MS = 1000;
+
+    /** Runs the user's work for one term. */
+    interface Runner {
+        /** Starts the work; the stage completes when it has ended (its result is ignored). */
+        CompletableFuture<Void> start(Term term);
+
+        /** Stops the work of {@code term} if it still runs (interrupt, or cancel its stage). */
+        void stop(Term term);
+
+        /** Completes when no work of an earlier term runs any more. */
+        CompletionStage<Void> idle();
+
+        /** Whether the calling thread runs a term's work (a blocking relinquish/close there would wait for itself). */
+        boolean isWorkThread();
+
+        /** The candidacy ended: release any thread. */
+        void shutdown();
+    }
 
     private final Services services;
     private final String election;
     private final RedisLock lock;
     private final String identity;
-    private final LeadershipWork work;
-    private final Thread thread;
+    private final Runner runner;
+    private final Scheduler scheduler;
     private final List<LeadershipListener> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<Void> ended = new CompletableFuture<>();
-    private final Runnable onClientClose = this::closeForClient;
-    private final Object monitor = new Object();
+    private final java.util.function.Supplier<CompletableFuture<?>> onClientClose = this::closeForClient;
+    private final ReentrantLock stateLock = new ReentrantLock();
+    private final Condition changed = stateLock.newCondition();
     private volatile Term term;
+    /** The turn in flight (waiting or leading), cancelled by a close while waiting. */
+    private volatile CompletableFuture<Void> turn;
+    private boolean outage;
 
-    /** One leadership: its scope, who asked to end it, and when it was over. */
-    private static final class Term {
+    /** One leadership: its scope, who asked to end it, the work's stage, and when the term was over. */
+    static final class Term {
         final Elected leadership;
         final AtomicReference<Revocation> requested = new AtomicReference<>();
         final CompletableFuture<Void> over = new CompletableFuture<>();
+        volatile CompletableFuture<Void> work;
+        /** Set when the work has ended (or is stopped before it starts): no longer claims to lead. */
+        volatile boolean ending;
 
-        Term(Elected leadership) {
-            this.leadership = leadership;
+        Term(LeaseScope scope, String identity, String election) {
+            this.leadership = new Elected(scope, identity, election, this);
+        }
+
+        Leadership leadership() {
+            return leadership;
         }
     }
 
-    Candidate(Services services, String election, RedisLock lock, String identity, LeadershipWork work) {
+    Candidate(Services services, String election, RedisLock lock, String identity, Runner runner) {
         this.services = services;
         this.election = election;
         this.lock = lock;
         this.identity = identity;
-        this.work = work;
-        this.thread = new Thread(this::run, "baton-candidate-" + election);
-        this.thread.setDaemon(true);
+        this.runner = runner;
+        this.scheduler = services.executor().scheduler();
     }
 
     void start() {
         services.lifecycle().beforeClose(onClientClose);
-        thread.start();
+        if (services.lifecycle().isClosed()) {
+            // The client closed between join's check and the hook: nothing will close this candidacy.
+            closed.set(true);
+            finish();
+            return;
+        }
+        campaign();
     }
 
     @Override
@@ -108,37 +153,43 @@ final class Candidate implements Candidacy {
         if (timeout < 0) {
             throw new IllegalArgumentException("timeout must not be negative: " + timeout);
         }
-        long deadline = System.nanoTime() + unit.toNanos(timeout);
-        synchronized (monitor) {
+        long left = unit.toNanos(timeout);
+        stateLock.lock();
+        try {
             while (!isLeader()) {
-                long left = deadline - System.nanoTime();
                 if (closed.get() || left <= 0) {
                     return false;
                 }
-                TimeUnit.NANOSECONDS.timedWait(monitor, left);
+                left = changed.awaitNanos(left);
             }
             return true;
+        } finally {
+            stateLock.unlock();
         }
     }
 
     @Override
     public boolean relinquish() throws InterruptedException {
-        if (Thread.currentThread() == thread) {
+        if (runner.isWorkThread()) {
             throw new IllegalStateException("relinquish() was called from the leadership work of '" + election
                     + "': return from the work instead, which hands leadership on the same way");
         }
-        Term t = term;
-        if (t == null) {
-            return false;
-        }
-        t.requested.compareAndSet(null, Revocation.RELINQUISHED);
-        thread.interrupt();
         try {
-            t.over.get();
+            return relinquishAsync().toCompletableFuture().get();
         } catch (ExecutionException e) {
             throw new IllegalStateException(e.getCause());
         }
-        return true;
+    }
+
+    @Override
+    public CompletionStage<Boolean> relinquishAsync() {
+        Term t = term;
+        if (t == null) {
+            return CompletableFuture.completedFuture(false);
+        }
+        t.requested.compareAndSet(null, Revocation.RELINQUISHED);
+        runner.stop(t);
+        return t.over.thenApply(ok -> true);
     }
 
     @Override
@@ -153,12 +204,12 @@ final class Candidate implements Candidacy {
 
     @Override
     public void close() {
-        stop();
-        if (Thread.currentThread() == thread) {
-            return;
+        CompletableFuture<Void> done = closeAsync().toCompletableFuture();
+        if (runner.isWorkThread()) {
+            return; // the work closes its own candidacy: it ends when the work returns
         }
         try {
-            ended.get();
+            done.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException e) {
@@ -166,112 +217,182 @@ final class Candidate implements Candidacy {
         }
     }
 
-    /** The client closes: like close(), but waits at most the command timeout + 1 s for work that ignores interrupts. */
-    private void closeForClient() {
-        stop();
-        try {
-            ended.get(services.commandTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (ExecutionException | TimeoutException e) {
-            log.warn("the candidacy of {} in leader election '{}' did not end within the command timeout + 1 s of the"
-                    + " client's close (its work ignores interruption?); its leadership expires in Redis on its own", identity, election);
-        }
-    }
-
-    private void stop() {
+    @Override
+    public CompletionStage<Void> closeAsync() {
         if (closed.compareAndSet(false, true)) {
             Term t = term;
             if (t != null) {
                 t.requested.compareAndSet(null, Revocation.CLOSED);
+                runner.stop(t);
+            } else {
+                CompletableFuture<Void> waiting = turn;
+                if (waiting != null) {
+                    waiting.cancel(false); // abandons the wait (a grant racing it is given back)
+                }
             }
-            thread.interrupt();
-            synchronized (monitor) {
-                monitor.notifyAll();
+            signal();
+        }
+        return ended.copy();
+    }
+
+    /**
+     * The client closes: starts closing; the client waits for the stage (all its candidacies at
+     * once) at most the command timeout + 1 s, and says so here if a work ignores interruption.
+     * Closed from the work itself, the stage cannot complete before the work returns: not waited for.
+     */
+    private CompletableFuture<?> closeForClient() {
+        CompletableFuture<Void> done = closeAsync().toCompletableFuture();
+        if (runner.isWorkThread()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        services.executor().scheduler().schedule(() -> {
+            if (!done.isDone()) {
+                log.warn("the candidacy of {} in leader election '{}' did not end within the command timeout + 1 s of the"
+                        + " client's close (its work ignores interruption?); its leadership expires in Redis on its own",
+                        identity, election);
             }
+        }, services.commandTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+        return done;
+    }
+
+    private void signal() {
+        stateLock.lock();
+        try {
+            changed.signalAll();
+        } finally {
+            stateLock.unlock();
         }
     }
 
     private void setTerm(Term t) {
-        synchronized (monitor) {
-            term = t;
-            monitor.notifyAll();
-        }
-    }
-
-    // ---- the candidate's thread ---------------------------------------------------------------
-
-    private void run() {
-        boolean outage = false;
+        stateLock.lock();
         try {
-            while (!closed.get()) {
-                Term[] started = new Term[1];
-                Revocation why = null;
-                try {
-                    lock.<Void, Exception>withLock(scope -> {
-                        Term t = new Term(new Elected(scope, identity, election));
-                        started[0] = t;
-                        setTerm(t);
-                        log.info("{} leads '{}' (epoch {})", identity, election, t.leadership.epoch());
-                        for (LeadershipListener listener : listeners) {
-                            try {
-                                listener.elected(t.leadership);
-                            } catch (RuntimeException e) {
-                                log.warn("a leadership listener of '{}' failed on elected", election, e);
-                            }
-                        }
-                        if (!closed.get()) {
-                            work.lead(t.leadership);
-                        }
-                        return null;
-                    });
-                    outage = false;
-                } catch (LeaseLostException e) {
-                    why = Revocation.LOST;
-                } catch (InterruptedException e) {
-                    // While waiting: a close (the loop ends) or a late interrupt of a relinquish; after
-                    // being elected: the work ended by an interrupt, the revocation says whose.
-                } catch (RedisUnavailableException e) {
-                    if (started[0] == null) {
-                        if (!outage) {
-                            log.warn("candidate {} of leader election '{}' cannot reach Redis; it tries again every {} ms",
-                                    identity, election, RETRY_MS, e);
-                            outage = true;
-                        }
-                        pause();
-                    } else {
-                        unlockUnconfirmed();
-                    }
-                } catch (Exception e) {
-                    if (started[0] != null && started[0].requested.get() == null) {
-                        log.warn("the leadership work of {} in '{}' failed; leadership is handed on, and the candidate"
-                                + " queues again in {} ms", identity, election, RETRY_MS, e);
-                        pause();
-                    } else if (started[0] == null) {
-                        log.warn("candidate {} of leader election '{}' failed while waiting; it tries again", identity, election, e);
-                        pause();
-                    }
-                } finally {
-                    Thread.interrupted();
-                    Term t = started[0];
-                    if (t != null) {
-                        end(t, why);
-                    }
-                }
-            }
+            term = t;
+            changed.signalAll();
         } finally {
-            services.lifecycle().forget(onClientClose);
-            Term t = term;
-            if (t != null) {
-                end(t, Revocation.CLOSED);
-            }
-            ended.complete(null);
+            stateLock.unlock();
         }
     }
 
-    private void end(Term t, Revocation lost) {
-        Revocation why = lost != null ? lost : t.requested.get() != null ? t.requested.get() : Revocation.WORK_ENDED;
+    // ---- the turns -------------------------------------------------------------------------------
+
+    private void campaign() {
+        if (closed.get()) {
+            finish();
+            return;
+        }
+        AtomicReference<Term> elected = new AtomicReference<>();
+        CompletableFuture<Void> next;
+        try {
+            next = lock.<Void>withLockAsync(OwnerIds.next(), scope -> elected(scope, elected)).toCompletableFuture();
+        } catch (RuntimeException e) {
+            next = CompletableFuture.failedFuture(e);
+        }
+        turn = next;
+        if (closed.get()) {
+            next.cancel(false);
+        }
+        next.whenComplete((ok, error) -> afterTurn(elected.get(), error));
+    }
+
+    /** Elected: the term begins; its work's stage is what the lease-scoped work follows. */
+    private CompletionStage<Void> elected(LeaseScope scope, AtomicReference<Term> elected) {
+        Term t = new Term(scope, identity, election);
+        elected.set(t);
+        setTerm(t);
+        outage = false;
+        log.info("{} leads '{}' (epoch {})", identity, election, t.leadership.epoch());
+        for (LeadershipListener listener : listeners) {
+            try {
+                listener.elected(t.leadership);
+            } catch (RuntimeException e) {
+                log.warn("a leadership listener of '{}' failed on elected", election, e);
+            }
+        }
+        if (closed.get()) {
+            t.requested.compareAndSet(null, Revocation.CLOSED);
+            t.ending = true;
+            return CompletableFuture.completedFuture(null);
+        }
+        CompletableFuture<Void> work = runner.start(t);
+        t.work = work;
+        // The stage the lease-scoped work follows completes only after the term is marked ending:
+        // from the moment the work has ended this candidate no longer claims to lead, before the
+        // release is sent (which may hand the lease on before its reply comes, or not be
+        // confirmed). A stop by the lease-scoped work (loss, validity) cancels it: the scope is
+        // invalid by then, and the cancel reaches the work.
+        CompletableFuture<Void> followed = new CompletableFuture<>();
+        work.whenComplete((ok, e) -> {
+            t.ending = true;
+            if (e == null) {
+                followed.complete(null);
+            } else {
+                followed.completeExceptionally(e);
+            }
+        });
+        followed.whenComplete((ok, e) -> {
+            if (followed.isCancelled()) {
+                t.ending = true;
+                work.cancel(false);
+            }
+        });
+        if (t.requested.get() != null) {
+            runner.stop(t); // a relinquish or close that came while the work was starting
+        }
+        return followed;
+    }
+
+    private void afterTurn(Term t, Throwable error) {
+        Throwable cause = error == null ? null : Failures.unwrap(error);
+        long pauseMs = 0;
+        if (services.lifecycle().isClosed()) {
+            closed.set(true); // the client closed under this candidacy: nothing more can be done
+        }
+        if (t == null) {
+            if (cause != null && !closed.get() && !(cause instanceof java.util.concurrent.CancellationException)) {
+                if (!outage) {
+                    log.warn("candidate {} of leader election '{}' could not wait for its turn; it tries again every {} ms",
+                            identity, election, RETRY_MS, cause);
+                    outage = cause instanceof RedisUnavailableException;
+                }
+                pauseMs = RETRY_MS;
+            }
+        } else {
+            Revocation why = t.requested.get();
+            if (why == null && closed.get()) {
+                why = Revocation.CLOSED;
+            }
+            if (why == null) {
+                why = cause instanceof LeaseLostException ? Revocation.LOST : Revocation.WORK_ENDED;
+            }
+            if (why == Revocation.WORK_ENDED && cause != null && !(cause instanceof java.util.concurrent.CancellationException)) {
+                log.warn("the leadership work of {} in '{}' failed; leadership is handed on, and the candidate queues again"
+                        + " in {} ms", identity, election, RETRY_MS, cause);
+                pauseMs = RETRY_MS;
+            }
+            end(t, why);
+        }
+        long pause = pauseMs;
+        runner.idle().whenComplete((ok, e) -> {
+            if (pause == 0 || closed.get()) {
+                campaign();
+            } else {
+                scheduler.schedule(this::campaign, pause, TimeUnit.MILLISECONDS);
+            }
+        });
+    }
+
+    private void end(Term t, Revocation why) {
+        t.ending = true;
         setTerm(null);
+        try {
+            tell(t, why);
+        } finally {
+            t.over.complete(null);
+        }
+    }
+
+    private void tell(Term t, Revocation why) {
         if (why == Revocation.LOST) {
             log.warn("{} lost the leadership of '{}' (epoch {})", identity, election, t.leadership.epoch());
         } else {
@@ -284,29 +405,13 @@ final class Candidate implements Candidacy {
                 log.warn("a leadership listener of '{}' failed on revoked", election, e);
             }
         }
-        t.over.complete(null);
     }
 
-    /** Waits before trying again, unless closed meanwhile. */
-    private void pause() {
-        try {
-            Thread.sleep(RETRY_MS);
-        } catch (InterruptedException e) {
-            // closed, or a late interrupt: the loop looks
-        }
-    }
-
-    /** The release after a turn was not confirmed: the thread still holds it; unlock until Redis answers. */
-    private void unlockUnconfirmed() {
-        while (lock.isHeldByCurrentThread()) {
-            try {
-                lock.unlock();
-            } catch (RedisUnavailableException e) {
-                pause();
-            } catch (IllegalMonitorStateException e) {
-                return;
-            }
-        }
+    private void finish() {
+        services.lifecycle().forget(onClientClose);
+        runner.shutdown();
+        signal();
+        ended.complete(null);
     }
 
     @Override
@@ -315,7 +420,7 @@ final class Candidate implements Candidacy {
     }
 
     /** A leadership: the turn's lease scope, its epoch (the grant's token) and who leads. */
-    private record Elected(LeaseScope scope, String identity, String electionName) implements Leadership {
+    record Elected(LeaseScope scope, String identity, String electionName, Term term) implements Leadership {
         @Override
         public long epoch() {
             return scope.fencingToken().orElse(0);
@@ -328,17 +433,26 @@ final class Candidate implements Candidacy {
 
         @Override
         public Duration remaining() {
-            return scope.remaining();
+            return term.ending ? Duration.ZERO : scope.remaining();
         }
 
         @Override
         public boolean isValid() {
-            return scope.isValid();
+            return !term.ending && scope.isValid();
         }
 
         @Override
         public void checkValid() {
+            if (term.ending) {
+                throw new LeaseLostException(scope.lockName(), "the leadership of '" + electionName + "' by " + identity
+                        + " has ended: its work returned or was stopped, and it is being handed on");
+            }
             scope.checkValid();
+        }
+
+        @Override
+        public String toString() {
+            return "leadership of '" + electionName + "' by " + identity + " (epoch " + epoch() + ")";
         }
 
         @Override

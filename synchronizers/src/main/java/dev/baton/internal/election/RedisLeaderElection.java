@@ -3,6 +3,7 @@ package dev.baton.internal.election;
 import dev.baton.BatonLeaderElection;
 import dev.baton.Candidacy;
 import dev.baton.ElectionState;
+import dev.baton.Leadership;
 import dev.baton.LeadershipWork;
 import dev.baton.internal.Services;
 import dev.baton.internal.command.CommandExecutor;
@@ -21,6 +22,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
 
 /**
  * A leader election: each candidacy is a {@link Candidate} (a thread that waits on the election's
@@ -50,11 +52,21 @@ public final class RedisLeaderElection implements BatonLeaderElection {
 
     @Override
     public Candidacy join(String identity, LeadershipWork work) {
+        Objects.requireNonNull(work, "work");
+        return start(identity, new BlockingRunner(work, "baton-candidate-" + name));
+    }
+
+    @Override
+    public Candidacy joinAsync(String identity, Function<? super Leadership, ? extends CompletionStage<?>> work) {
+        Objects.requireNonNull(work, "work");
+        return start(identity, new AsyncRunner(work));
+    }
+
+    private Candidacy start(String identity, Candidate.Runner runner) {
         services.checkOpen();
         String id = identity(identity);
-        Objects.requireNonNull(work, "work");
         RedisLock lock = new RedisLock(services, lockKey, key -> FairRecipe.election(services, name, key, waiterLeaseMs, id));
-        Candidate candidate = new Candidate(services, name, lock, id, work);
+        Candidate candidate = new Candidate(services, name, lock, id, runner);
         candidate.start();
         return candidate;
     }

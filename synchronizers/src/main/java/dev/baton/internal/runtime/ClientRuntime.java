@@ -298,7 +298,8 @@ public final class ClientRuntime implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!services.lifecycle().close()) {
+        // A leader election's candidacies hand leadership on first, within the command timeout + 1 s.
+        if (!services.lifecycle().close(services.commandTimeout().plusSeconds(1))) {
             return;
         }
         if (connections.refresh() != null) {
