@@ -8,6 +8,8 @@
 --          lock was handed to (the ticket makes each hand-off message unique)
 -- KEYS[5]  "baton_fair_ticket:{<name>}": STRING, the last ticket handed out; a new ticket is
 --          max(last + 1, server time in microseconds), so tickets never repeat for a name
+--          (KEYS[2], KEYS[3], KEYS[5] and an election's KEYS[7] expire a waiter timeout, ARGV[4],
+--          after the last call that queued or refreshed a waiter)
 -- ARGV[1]  lease in milliseconds for a grant to the caller
 -- ARGV[2]  owner id, "<clientId>:<threadId>"
 -- ARGV[3]  the hold count the caller believes it has before this call
@@ -98,8 +100,15 @@ local function enqueue()
     redis.call('zadd', queue, ticket, owner)
   end
   redis.call('hset', waiters, owner, now + waiterLease)
+  -- The line's keys live a waiter timeout past the last call of anyone in it: every live waiter
+  -- calls again within a third of it, so they stay while anyone waits, and go once nobody does
+  -- (waiters a data loss brought back, or whose leave was lost, are not left behind for ever).
+  redis.call('pexpire', queue, waiterLease)
+  redis.call('pexpire', waiters, waiterLease)
+  redis.call('pexpire', tickets, waiterLease)
   if identities then
     redis.call('hset', identities, owner, ARGV[7])
+    redis.call('pexpire', identities, waiterLease)
   end
   return tonumber(ticket)
 end

@@ -394,7 +394,8 @@ abstract class Simulation {
         // One lock seed in four renews every 40 ms (a 120 ms watchdog, the least allowed), so stalls let leases run
         // out in Redis while their holders (scoped work among them) still run: what the checks
         // of an overtaken hold and of a scope's validity are for. Other kinds draw nothing here.
-        watchdog = LockSimulation.KINDS.contains(kind) && world.rnd.nextInt(4) == 0 ? SHORT_WATCHDOG : WATCHDOG;
+        watchdog = (LockSimulation.KINDS.contains(kind) || kind.equals("leaderElection")) && world.rnd.nextInt(4) == 0
+                ? SHORT_WATCHDOG : WATCHDOG;
         faults = watchdog == SHORT_WATCHDOG
                 ? new SimWire.Faults(0.02, 300_000, 0, 0.005) // stalls of up to 300 ms: past the lease
                 : drawn;
@@ -433,7 +434,8 @@ abstract class Simulation {
         // loss): every key and script gone, every connection dropped. Holds end without a word;
         // what Baton promises then is that the loss is found and told (the watchdog within a third
         // of its timeout, an unlock), that fencing tokens keep rising, and that nothing is left.
-        restartAtNanos = (LockSimulation.KINDS.contains(kind) || List.of("semaphore", "expirableSemaphore", "latch").contains(kind))
+        restartAtNanos = (LockSimulation.KINDS.contains(kind)
+                || List.of("semaphore", "expirableSemaphore", "latch", "leaderElection").contains(kind))
                 && faultDraws.nextInt(6) == 0
                 ? TimeUnit.MICROSECONDS.toNanos(20_000 + faultDraws.nextInt(160_000)) : -1;
         // One lock or multi-lock seed in five stops one client process once for longer than its leases (issue
@@ -443,7 +445,8 @@ abstract class Simulation {
         // hold may have run out and gone to another); what it still promises is judged: a grant
         // that reached its caller after the pause is not counted as held, the holder's unlock
         // tells the loss, no lease-scoped work claims validity past its lease, tokens rise.
-        if ((LockSimulation.KINDS.contains(kind) || kind.equals("multiLock")) && faultDraws.nextInt(5) == 0) {
+        if ((LockSimulation.KINDS.contains(kind) || kind.equals("multiLock") || kind.equals("leaderElection"))
+                && faultDraws.nextInt(5) == 0) {
             longPauseAtNanos = TimeUnit.MICROSECONDS.toNanos(5_000 + faultDraws.nextInt(115_000));
             longPauseNanos = watchdog == SHORT_WATCHDOG
                     ? TimeUnit.MICROSECONDS.toNanos(130_000 + faultDraws.nextInt(270_000))

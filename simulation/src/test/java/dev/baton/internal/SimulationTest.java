@@ -32,7 +32,7 @@ class SimulationTest {
 
     /** Every kind simulated. */
     static final List<String> KINDS = List.of("lock", "fairLock", "fencedLock", "readWriteLock", "semaphore",
-            "expirableSemaphore", "latch", "multiLock", "redLock", "rateLimiter");
+            "expirableSemaphore", "latch", "multiLock", "redLock", "rateLimiter", "leaderElection");
 
     static List<String> kinds() {
         return KINDS;
@@ -46,6 +46,7 @@ class SimulationTest {
             case "multiLock" -> new MultiLockSimulation(seed, trace, RUN);
             case "redLock" -> new RedLockSimulation(seed, trace, RUN);
             case "rateLimiter" -> new RateLimiterSimulation(seed, trace, RUN);
+            case "leaderElection" -> new ElectionSimulation(seed, trace, RUN);
             default -> new LockSimulation(kind, seed, trace, RUN);
         };
     }

@@ -55,7 +55,13 @@ public enum UserPattern {
     /** A permit's lease changed while it is held. */
     LEASE_UPDATED("a held permit's lease updated"),
     /** Redisson clients on the same names at the same time. */
-    BESIDE_REDISSON("Redisson beside Baton on one name");
+    BESIDE_REDISSON("Redisson beside Baton on one name"),
+    /** A leader hands leadership on with relinquish() while its work runs. */
+    RELINQUISH("a leader relinquishes while its work runs"),
+    /** A leader's work returns on its own (a round done), and the candidate queues again. */
+    WORK_RETURNS("a leader's work returns on its own"),
+    /** A candidacy closed while it leads, or while it waits in line, and a new one joined later. */
+    CLOSE_AND_REJOIN("a candidacy closed (leading or waiting) and a new one joined");
 
     private final String what;
 

@@ -112,6 +112,11 @@ class InterleavingFuzzTest {
 
     /** The patterns of the catalog the workers do for {@code kind}: each must run in every test of the kind. */
     static java.util.Set<dev.baton.testkit.UserPattern> covered(String kind) {
+        if (kind.equals("leaderElection")) {
+            return java.util.EnumSet.of(dev.baton.testkit.UserPattern.LONG_WAIT, dev.baton.testkit.UserPattern.SCOPED_WORK,
+                    dev.baton.testkit.UserPattern.GIVEN_UP_BY_INTERRUPT, dev.baton.testkit.UserPattern.RELINQUISH,
+                    dev.baton.testkit.UserPattern.WORK_RETURNS, dev.baton.testkit.UserPattern.CLOSE_AND_REJOIN);
+        }
         java.util.Set<dev.baton.testkit.UserPattern> c = java.util.EnumSet.of(dev.baton.testkit.UserPattern.GIVEN_UP_BY_CANCEL,
                 dev.baton.testkit.UserPattern.GIVEN_UP_BY_OR_TIMEOUT, dev.baton.testkit.UserPattern.GIVEN_UP_BY_COMPLETE);
         if (!kind.equals("fairLock") && !kind.equals("fencedLock") && !kind.equals("rateLimiter")
@@ -135,7 +140,8 @@ class InterleavingFuzzTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"lock", "fairLock", "readWriteLock", "fencedLock", "semaphore", "expirableSemaphore", "latch", "rateLimiter"})
+    @ValueSource(strings = {"lock", "fairLock", "readWriteLock", "fencedLock", "semaphore", "expirableSemaphore", "latch", "rateLimiter",
+            "leaderElection"})
     @Timeout(value = 12, unit = TimeUnit.HOURS) // each storm and its drain are bounded; a long run sets its own length
     void stormsFindNoViolation(String kind) throws Exception {
         String only = System.getProperty("baton.fuzz.kinds", "");
@@ -159,7 +165,7 @@ class InterleavingFuzzTest {
             }
             violations.addAll(storm(kind, new Random().nextLong(), seconds));
         } else {
-            int kinds = only.isBlank() ? 8 : only.split(",").length;
+            int kinds = only.isBlank() ? 9 : only.split(",").length;
             long until = System.nanoTime() + TimeUnit.MINUTES.toNanos(minutes) / kinds;
             Random seeds = new Random();
             int storms = 0;
@@ -252,7 +258,7 @@ class InterleavingFuzzTest {
 
         boolean withRedisson() {
             return !kind.equals("fairLock") && !kind.equals("fencedLock") && !kind.equals("rateLimiter")
-                    && Boolean.parseBoolean(System.getProperty("baton.fuzz.redisson", "true"));
+                    && !kind.equals("leaderElection") && Boolean.parseBoolean(System.getProperty("baton.fuzz.redisson", "true"));
         }
 
         String summary() {
@@ -388,6 +394,15 @@ class InterleavingFuzzTest {
                 }
                 case "latch" -> {
                     return null;
+                }
+                case "leaderElection" -> {
+                    // Every candidacy closed as its worker ended: nobody leads, nobody is in line.
+                    for (String key : List.of(dev.baton.lua.Layout.leader(name), dev.baton.lua.Layout.leaderQueue(name))) {
+                        Long exists = counter.exists(key);
+                        if (exists != null && exists > 0) {
+                            return key + " is still in Redis after every candidacy closed: " + counter.type(key);
+                        }
+                    }
                 }
                 case "rateLimiter" -> {
                     // Every call has ended and every slot has passed: the limiter refills and its
@@ -663,6 +678,7 @@ class InterleavingFuzzTest {
                             case "expirableSemaphore" -> expirableStep();
                             case "latch" -> latches.step(this);
                             case "rateLimiter" -> rateStep();
+                            case "leaderElection" -> electionStep();
                             default -> throw new IllegalArgumentException(kind);
                         }
                     } catch (org.redisson.client.RedisTimeoutException e) {
@@ -679,6 +695,13 @@ class InterleavingFuzzTest {
                                 + history.steps(tag.substring(2)) + ")", e);
                     }
                     Thread.interrupted(); // an interrupt meant for an operation that had already ended
+                }
+                if (candidacy != null) {
+                    long t0 = System.nanoTime();
+                    endAsyncHold(asyncHold.get());
+                    candidacy.close();
+                    bound("close at the storm's end", t0, Bounds.failure(COMMAND_TIMEOUT).toNanos());
+                    candidacy = null;
                 }
                 return null;
             }
@@ -1011,6 +1034,136 @@ class InterleavingFuzzTest {
                 History.Hold hold = history.granted(client, how + tag, mode, 1, asked, System.nanoTime(), 0);
                 inside(mode);
                 release(hold, lock::unlock);
+            }
+
+            // ---- leader election ------------------------------------------------------------
+
+            /** This worker's candidacy, or null. */
+            dev.baton.Candidacy candidacy;
+
+            /**
+             * One step of a candidate: join (blocking work on the candidacy's thread, or async
+             * work), or, joined: relinquish (one in three interrupted), close (and join again
+             * later), wait for leadership a little, or let the work run. A blocking work reads and
+             * writes the counter while it leads (a lost update is two leaders) and records its
+             * hold with its epoch as the token (epochs must rise); it returns after 1-5 rounds, or
+             * one in four leads until stopped.
+             */
+            void electionStep() throws Exception {
+                if (candidacy == null) {
+                    dev.baton.BatonLeaderElection election = baton.leaderElection(name);
+                    PATTERNS.ran(kind, dev.baton.testkit.UserPattern.LONG_WAIT);
+                    String identity = client + tag;
+                    asked = System.nanoTime();
+                    candidacy = rnd.nextInt(3) == 0 ? election.joinAsync(identity, this::leadAsync)
+                            : election.join(identity, this::lead);
+                    trace(asked, "joined as " + identity);
+                    pause(3000);
+                    return;
+                }
+                long t0 = System.nanoTime();
+                switch (rnd.nextInt(10)) {
+                    case 0 -> {
+                        PATTERNS.ran(kind, dev.baton.testkit.UserPattern.RELINQUISH);
+                        boolean interrupt = rnd.nextInt(3) == 0;
+                        Interrupter interrupter = interrupt ? new Interrupter(rnd.nextInt(3001)) : null;
+                        try {
+                            endAsyncHold(asyncHold.get());
+                            boolean was = candidacy.relinquish();
+                            trace(t0, "relinquish: " + was);
+                            // A blocking work ends at its next interruptible step (at most 3 ms of a
+                            // round here), then the release: one command's bound.
+                            bound("relinquish", t0, Bounds.failure(COMMAND_TIMEOUT, Duration.ofMillis(10)).toNanos());
+                        } catch (InterruptedException e) {
+                            PATTERNS.ran(kind, dev.baton.testkit.UserPattern.GIVEN_UP_BY_INTERRUPT);
+                            trace(t0, "relinquish interrupted");
+                        } finally {
+                            if (interrupter != null) {
+                                interrupter.disarm();
+                            }
+                        }
+                    }
+                    case 1 -> {
+                        PATTERNS.ran(kind, dev.baton.testkit.UserPattern.CLOSE_AND_REJOIN);
+                        endAsyncHold(asyncHold.get());
+                        candidacy.close();
+                        bound("close", t0, Bounds.failure(COMMAND_TIMEOUT, Duration.ofMillis(10)).toNanos());
+                        trace(t0, "closed");
+                        candidacy = null;
+                    }
+                    case 2 -> {
+                        boolean leads = candidacy.awaitLeadership(rnd.nextInt(50), TimeUnit.MILLISECONDS);
+                        trace(t0, "awaitLeadership: " + leads);
+                    }
+                    default -> pause(3000);
+                }
+            }
+
+            /** A blocking leadership work: 1-5 rounds of the counter, or until stopped. */
+            void lead(dev.baton.Leadership leadership) throws Exception {
+                PATTERNS.ran(kind, dev.baton.testkit.UserPattern.SCOPED_WORK);
+                History.Hold hold = history.granted(client, "leads (epoch " + leadership.epoch() + ")" + tag, Mode.EXCLUSIVE, 1,
+                        asked, System.nanoTime(), leadership.epoch());
+                java.util.concurrent.ThreadLocalRandom r = java.util.concurrent.ThreadLocalRandom.current();
+                try {
+                    boolean untilStopped = r.nextInt(4) == 0;
+                    int rounds = 1 + r.nextInt(5);
+                    for (int i = 0; untilStopped || i < rounds; i++) {
+                        leadership.checkValid();
+                        long read = Long.parseLong(counter.get(counterKey));
+                        Thread.sleep(r.nextInt(4));
+                        // Once sent, the write is waited for through an interrupt (a relinquish's)
+                        // and counted: Lettuce's sync call would throw with the SET applied.
+                        java.util.concurrent.Future<String> written = counterConnection.async().set(counterKey, Long.toString(read + 1));
+                        boolean interrupted = false;
+                        while (true) {
+                            try {
+                                written.get();
+                                break;
+                            } catch (InterruptedException e) {
+                                interrupted = true;
+                            }
+                        }
+                        increments.incrementAndGet();
+                        if (interrupted) {
+                            throw new InterruptedException("interrupted while writing the counter (written)");
+                        }
+                    }
+                    PATTERNS.ran(kind, dev.baton.testkit.UserPattern.WORK_RETURNS);
+                } finally {
+                    long now = System.nanoTime();
+                    history.released(hold, now, now, null);
+                }
+            }
+
+            /**
+             * The open hold of this worker's async work, or null. Its end is recorded before the
+             * stage completes (the timer) or before this worker asks for the stop (relinquish,
+             * close): a callback on the stage runs after Baton's own, which sends the release.
+             */
+            final java.util.concurrent.atomic.AtomicReference<History.Hold> asyncHold = new java.util.concurrent.atomic.AtomicReference<>();
+
+            void endAsyncHold(History.Hold hold) {
+                if (hold != null && asyncHold.compareAndSet(hold, null)) {
+                    long now = System.nanoTime();
+                    history.released(hold, now, now, null);
+                }
+            }
+
+            /** An async leadership work: holds for 0-20 ms on a timer (no counter: its stop cannot stop running code). */
+            CompletionStage<Void> leadAsync(dev.baton.Leadership leadership) {
+                PATTERNS.ran(kind, dev.baton.testkit.UserPattern.SCOPED_WORK);
+                History.Hold hold = history.granted(client, "leads async (epoch " + leadership.epoch() + ")" + tag, Mode.EXCLUSIVE, 1,
+                        asked, System.nanoTime(), leadership.epoch());
+                asyncHold.set(hold);
+                CompletableFuture<Void> work = new CompletableFuture<>();
+                work.whenComplete((ok, e) -> endAsyncHold(hold)); // a stop this worker did not ask for (none without faults)
+                timers.schedule(() -> {
+                    PATTERNS.ran(kind, dev.baton.testkit.UserPattern.WORK_RETURNS);
+                    endAsyncHold(hold);
+                    work.complete(null);
+                }, java.util.concurrent.ThreadLocalRandom.current().nextInt(20), TimeUnit.MILLISECONDS);
+                return work;
             }
 
             // ---- the rate limiter -----------------------------------------------------------
