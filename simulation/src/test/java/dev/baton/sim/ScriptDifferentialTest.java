@@ -531,15 +531,25 @@ class ScriptDifferentialTest {
             }
             case FAIR_ACQUIRE: {
                 String waiterLease = time(r, new String[] {"30000", "30"}, new String[] {"3", "1200"});
-                return new Call(script, fairKeys(name(r, "fk")), List.of(lease(r), owner, held, waiterLease,
+                List<String> args = new ArrayList<>(List.of(lease(r), owner, held, waiterLease,
                         claim(r), r.nextInt(4) == 0 ? "0" : "1"));
+                // One call in three is a leader election's (the fair lock in election mode).
+                boolean election = r.nextInt(3) == 0;
+                if (election) {
+                    args.add(pick(r, new String[] {"billing@host-1", "billing@host-2"}));
+                }
+                return new Call(script, election ? electionKeys("el") : fairKeys(name(r, "fk")), args);
             }
             case FAIR_RELEASE: {
-                return new Call(script, fairKeys(name(r, "fk")), List.of(lease(r), owner, releaseHeld,
-                        claim(r)));
+                return new Call(script, r.nextInt(3) == 0 ? electionKeys("el") : fairKeys(name(r, "fk")),
+                        List.of(lease(r), owner, releaseHeld, claim(r)));
             }
             case FAIR_FORCE_UNLOCK: {
-                return new Call(script, fairKeys(name(r, "fk")), List.of(claim(r)));
+                return new Call(script, r.nextInt(3) == 0 ? electionKeys("el") : fairKeys(name(r, "fk")), List.of(claim(r)));
+            }
+            case ELECTION_STATE: {
+                return new Call(script, List.of(Layout.leader("el"), Layout.leaderQueue("el"), Layout.leaderWaiters("el"),
+                        Layout.leaderIdentities("el")), List.of());
             }
             case RWLOCK_READ_ACQUIRE: {
                 String n = name(r, "rw");
@@ -681,6 +691,11 @@ class ScriptDifferentialTest {
     private static List<String> rateLimit(Random r) {
         return List.of(pick(r, new String[] {"1", "3", "50"}), time(r, new String[] {"1000000", "333333"}, new String[] {"1000", "20000"}),
                 Integer.toString(1 + r.nextInt(4)));
+    }
+
+    private static List<String> electionKeys(String n) {
+        return List.of(Layout.leader(n), Layout.leaderQueue(n), Layout.leaderWaiters(n), Layout.leaderChannel(n),
+                Layout.leaderTicket(n), Layout.leaderEpoch(n), Layout.leaderIdentities(n));
     }
 
     private static List<String> fairKeys(String n) {
