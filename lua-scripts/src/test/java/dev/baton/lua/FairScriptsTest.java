@@ -158,4 +158,25 @@ class FairScriptsTest {
         }
         return total;
     }
+
+    /**
+     * The line's keys expire a waiter timeout after the last call that queued or refreshed a
+     * waiter (so waiters a data loss brought back, or whose leave was lost, are not left for ever),
+     * and a later call sets that time again.
+     */
+    @Test
+    void theLinesKeysExpireAWaiterTimeoutAfterTheLastCall() {
+        try (RespClient c = new RespClient(redis.host(), redis.port())) {
+            acquire(c, "a:1", "5000");
+            acquire(c, "b:1", "5000");
+            for (String key : List.of(KEYS.get(1), KEYS.get(2), KEYS.get(4))) {
+                long pttl = (Long) c.call("PTTL", key);
+                assertTrue(pttl > 4000 && pttl <= 5000, key + " PTTL " + pttl);
+            }
+            c.call("PEXPIRE", KEYS.get(1), "100");
+            acquire(c, "b:1", "5000"); // b refreshes its place
+            long pttl = (Long) c.call("PTTL", KEYS.get(1));
+            assertTrue(pttl > 4000, "a waiter's call sets the line's expiry again: " + pttl);
+        }
+    }
 }
