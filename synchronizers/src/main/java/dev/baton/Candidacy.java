@@ -72,8 +72,11 @@ public interface Candidacy extends AutoCloseable {
 
     /**
      * Leaves the election: stops the work if this candidate leads, hands leadership on, and leaves
-     * the line. Waits for the candidate's thread to end; if the calling thread is interrupted
-     * meanwhile, returns with its interrupt status set while the candidate ends on its own.
+     * the line. Returns once the work has returned, the release is answered (or given up after the
+     * command timeout) and Redis no longer lists the candidate in line: when Redis does not answer,
+     * within twice the command timeout (the wait's attempt in flight, then its leaving) plus what
+     * a work that ignores interruption takes. If the calling thread is interrupted meanwhile,
+     * returns with its interrupt status set while the candidacy ends on its own.
      * Closing the client closes its candidacies the same way. Idempotent.
      */
     @Override

@@ -348,6 +348,21 @@ class LeaderElectionTest extends TwoClientsTest {
         }
     }
 
+    /** A waiting candidacy's close() leaves the line: a state() read right after does not list it. */
+    @Test
+    void closingAWaitingCandidacyLeavesTheLine() throws Exception {
+        Candidacy c1 = a.leaderElection("leave").join("c1", leadership -> Thread.sleep(Long.MAX_VALUE));
+        assertTrue(c1.awaitLeadership(10, TimeUnit.SECONDS));
+        BatonLeaderElection seen = b.leaderElection("leave");
+        for (int i = 0; i < 20; i++) {
+            Candidacy c2 = b.leaderElection("leave").join("c2-" + i, leadership -> Thread.sleep(Long.MAX_VALUE));
+            awaitInLine(seen, List.of("c2-" + i));
+            c2.close();
+            assertEquals(List.of(), seen.state().candidates(), "round " + i + ": a closed candidacy is still in line");
+        }
+        c1.close();
+    }
+
     @Test
     void badInputIsRefusedWithAMessageThatNamesIt() throws Exception {
         BatonLeaderElection election = a.leaderElection("bad");

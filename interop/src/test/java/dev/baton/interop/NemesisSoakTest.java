@@ -76,7 +76,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code -Dbaton.soak.minutes=30} runs one long run of that many minutes.
  */
 class NemesisSoakTest {
-    private static final int SHORT_SECONDS = 50;
+    private static final int SHORT_SECONDS = 40;
     private static final long FIXED_SEED = 20261124L;
     private static final Duration TIMEOUT = Duration.ofSeconds(1);
     private static final Duration WATCHDOG = Duration.ofSeconds(3);

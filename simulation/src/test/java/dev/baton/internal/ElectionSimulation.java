@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Judged: at every election, no other candidate's leadership still claims validity (on its
  * own client's clock; unless Redis lost its data since that leader was elected), and the epoch is
- * higher than every epoch elected before while valid; a relinquish and a close end within a
- * command's bound; no candidate waits while the election is free in Redis for longer than the
+ * higher than every epoch elected before while valid; a relinquish ends within a command's
+ * bound, a close within two (the wait's attempt in flight, then its leaving the line); no candidate waits while the election is free in Redis for longer than the
  * waits' bound (a lost wake-up); every elected leadership is told revoked exactly once; and at
  * the end, after every candidacy closed and a calm drain, nothing of the election is left in
  * Redis but its epoch counter.
@@ -223,8 +223,10 @@ final class ElectionSimulation extends Simulation {
             clock.end();
             world.note(this + " closes its candidacy" + (leading != null ? " while leading" : " while waiting"));
             long asked = world.now();
+            // A close waits for the wait's attempt in flight and then for its leaving the line to
+            // be answered: two commands' bounds when Redis does not answer.
             c.closeAsync().whenComplete((ok, error) -> {
-                if (ended("closeAsync", asked, boundOf(0), error) == null) {
+                if (ended("closeAsync", asked, 2 * COMMAND_TIMEOUT.toNanos() + SLACK_NANOS, error) == null) {
                     pause();
                 }
             });

@@ -78,7 +78,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 @ExtendWith(RedisExtension.class)
 class InterleavingFuzzTest {
     static final long FIXED_SEED = 28;
-    static final int STORM_SECONDS = 6;
+    static final int STORM_SECONDS = 5;
     /** A storm's length in the server lanes other than the one on the Redis from PATH (-Dbaton.redis.binary). */
     static final int OTHER_LANE_SECONDS = 4;
     /** The rate limiter's limit in the storms: 50 a second, up to 2 at once, so 6 threads keep it saturated. */

@@ -107,11 +107,11 @@ import static org.junit.jupiter.api.Assertions.fail;
  *       "two valid scopes (the older one's work had ended, release not yet answered)". A few per
  *       run; never seen with both works running.</li>
  * </ul>
- * {@code -Dbaton.storm.seconds=N} (default 20), {@code -Dbaton.storm.seed=S}.
+ * {@code -Dbaton.storm.seconds=N} (default 4 in CI; its findings of 2026-11-28 came from runs of 20), {@code -Dbaton.storm.seed=S}.
  */
 class LeaderElectionStormTest {
     private static final long SEED = Long.getLong("baton.storm.seed", System.currentTimeMillis());
-    private static final double STORM_SECONDS = Double.parseDouble(System.getProperty("baton.storm.seconds", "20"));
+    private static final double STORM_SECONDS = Double.parseDouble(System.getProperty("baton.storm.seconds", "4"));
     private static final long MS = 1_000_000L;
     private static final long STORM_NANOS = (long) (STORM_SECONDS * 1e9);
     private static final Duration WATCHDOG = Duration.ofSeconds(1);
@@ -1270,9 +1270,10 @@ class LeaderElectionStormTest {
         long q = o.joinedAt;
         for (LeadRec r : o.recs) {
             if (r.electedAt < s) {
-                // it queues again when revoked is called: after a throw that is a second later, or
-                // at once when relinquish() or close() cuts that second short (seen in state())
-                long e = Math.max(r.workEnd, r.revokedAt);
+                // it queues again when revoked is called, and after a work that threw a second later
+                // (the guide: "after a work that threw, a second later"; adjusted after the blind run,
+                // when revoked still came only as the candidate queued again)
+                long e = Math.max(r.workEnd, r.revokedAt) + (r.threw && r.why == Revocation.WORK_ENDED ? 1_000 * MS : 0);
                 q = Math.max(q, e);
             }
         }
@@ -1296,7 +1297,7 @@ class LeaderElectionStormTest {
         }
         for (LeadRec r : o.recs) {
             if (r.electedAt < s) {
-                long e = Math.max(r.workEnd, r.revokedAt);
+                long e = Math.max(r.workEnd, r.revokedAt) + (r.threw && r.why == Revocation.WORK_ENDED ? 1_000 * MS : 0);
                 if (r.workEnd < 0 || r.revokedAt < 0 || e > s - 200 * MS) {
                     return false;
                 }
@@ -1433,7 +1434,8 @@ class LeaderElectionStormTest {
             String what = h.kind + " of " + h.cand.id + " (" + ms(h.start) + ".." + ms(h.ret) + " ms)";
             if (next.cand == h.cand) {
                 violation("order", what + ": the same candidate was elected again (" + next + ") ahead of live waiters " + el
-                        + " (\"hands leadership to the next candidate in line and joins the line again at its end\")");
+                        + " (\"hands leadership to the next candidate in line and joins the line again at its end\")"
+                        + dump(new ArrayList<>(el), h.start - 1_500 * MS, next.electedAt + 300 * MS));
             }
             if (delay > allowed) {
                 violation("hand-over", what + ": next leader " + next + " elected " + ms(delay) + " ms after the return; "

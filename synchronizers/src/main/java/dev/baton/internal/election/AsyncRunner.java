@@ -12,15 +12,18 @@ import java.util.function.Function;
  */
 final class AsyncRunner implements Candidate.Runner {
     private final Function<? super Leadership, ? extends CompletionStage<?>> work;
+    private final dev.baton.internal.time.Scheduler scheduler;
 
-    AsyncRunner(Function<? super Leadership, ? extends CompletionStage<?>> work) {
+    AsyncRunner(Function<? super Leadership, ? extends CompletionStage<?>> work, dev.baton.internal.time.Scheduler scheduler) {
         this.work = work;
+        this.scheduler = scheduler;
     }
 
     @Override
-    public CompletableFuture<Void> start(Candidate.Term term) {
+    public CompletableFuture<Void> start(Candidate.Term term, Runnable first) {
         CompletionStage<?> stage;
         try {
+            first.run();
             stage = work.apply(term.leadership());
         } catch (RuntimeException | Error e) {
             return CompletableFuture.failedFuture(e);
@@ -54,8 +57,8 @@ final class AsyncRunner implements Candidate.Runner {
     }
 
     @Override
-    public CompletionStage<Void> idle() {
-        return CompletableFuture.completedFuture(null);
+    public void onWorkThread(Runnable call) {
+        scheduler.offload(call); // off Baton's I/O and timer threads, as withLockAsync's work
     }
 
     @Override

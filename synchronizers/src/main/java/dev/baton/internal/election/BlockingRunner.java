@@ -3,7 +3,6 @@ package dev.baton.internal.election;
 import dev.baton.LeadershipWork;
 
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -14,8 +13,10 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class BlockingRunner implements Candidate.Runner {
     private static final Job SHUTDOWN = new Job(null, null, null);
+    private final String name;
 
-    private record Job(Candidate.Term term, CompletableFuture<Void> done, CompletableFuture<Void> idle) {
+    /** A term's work (with the call before it), or a listeners' call ({@code term} null). */
+    private record Job(Candidate.Term term, Runnable first, CompletableFuture<Void> done) {
     }
 
     private final LeadershipWork work;
@@ -25,18 +26,14 @@ final class BlockingRunner implements Candidate.Runner {
     private Thread worker;
     private Candidate.Term running;
     private Candidate.Term stoppedBeforeStart;
-    private volatile CompletableFuture<Void> idle = CompletableFuture.completedFuture(null);
 
     BlockingRunner(LeadershipWork work, String threadName) {
         this.work = work;
         this.threadName = threadName;
+        this.name = threadName;
     }
 
-    @Override
-    public CompletableFuture<Void> start(Candidate.Term term) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        CompletableFuture<Void> idleAfter = new CompletableFuture<>();
-        idle = idleAfter;
+    private void ensureWorker() {
         lock.lock();
         try {
             if (worker == null) {
@@ -47,13 +44,25 @@ final class BlockingRunner implements Candidate.Runner {
         } finally {
             lock.unlock();
         }
+    }
+
+    @Override
+    public void onWorkThread(Runnable call) {
+        ensureWorker();
+        jobs.add(new Job(null, call, null));
+    }
+
+    @Override
+    public CompletableFuture<Void> start(Candidate.Term term, Runnable first) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        ensureWorker();
         // The lease-scoped work's stop cancels this stage: interrupt the work.
         done.whenComplete((ok, e) -> {
             if (done.isCancelled()) {
                 stop(term);
             }
         });
-        jobs.add(new Job(term, done, idleAfter));
+        jobs.add(new Job(term, first, done));
         return done;
     }
 
@@ -68,11 +77,27 @@ final class BlockingRunner implements Candidate.Runner {
             if (job == SHUTDOWN) {
                 return;
             }
+            if (job.term() == null) {
+                try {
+                    job.first().run();
+                } catch (RuntimeException | Error e) {
+                    org.slf4j.LoggerFactory.getLogger(BlockingRunner.class).warn("a call on {} failed", name, e);
+                }
+                Thread.interrupted();
+                continue;
+            }
             lock.lock();
             try {
                 if (stoppedBeforeStart == job.term() || job.done().isDone()) {
+                    // Stopped before its work began: the listeners still hear of the leadership
+                    // (and of its end next), the work does not run.
+                    lock.unlock();
+                    try {
+                        job.first().run();
+                    } finally {
+                        lock.lock();
+                    }
                     job.done().complete(null);
-                    job.idle().complete(null);
                     continue;
                 }
                 running = job.term();
@@ -80,6 +105,7 @@ final class BlockingRunner implements Candidate.Runner {
                 lock.unlock();
             }
             try {
+                job.first().run();
                 work.lead(job.term().leadership());
                 job.done().complete(null);
             } catch (Throwable e) {
@@ -92,7 +118,6 @@ final class BlockingRunner implements Candidate.Runner {
                 } finally {
                     lock.unlock();
                 }
-                job.idle().complete(null);
             }
         }
     }
@@ -109,11 +134,6 @@ final class BlockingRunner implements Candidate.Runner {
         } finally {
             lock.unlock();
         }
-    }
-
-    @Override
-    public CompletionStage<Void> idle() {
-        return idle;
     }
 
     @Override

@@ -53,16 +53,24 @@ final class Candidate implements Candidacy {
     private static final Logger log = LoggerFactory.getLogger(Candidate.class);
     static final long RETRY_MS = 1000;
 
-    /** Runs the user's work for one term. */
+    /** Runs the user's work for one term, and the listeners' calls on the work's thread. */
     interface Runner {
-        /** Starts the work; the stage completes when it has ended (its result is ignored). */
-        CompletableFuture<Void> start(Term term);
+        /**
+         * Starts the work, calling {@code first} (the elected listeners) just before it on the
+         * same thread, unless the term was stopped before it began (then neither runs); the stage
+         * completes when the work has ended (its result is ignored).
+         */
+        CompletableFuture<Void> start(Term term, Runnable first);
 
         /** Stops the work of {@code term} if it still runs (interrupt, or cancel its stage). */
         void stop(Term term);
 
-        /** Completes when no work of an earlier term runs any more. */
-        CompletionStage<Void> idle();
+        /**
+         * Runs {@code call} where listeners run: a blocking work's thread, after the work that
+         * runs there has returned; for async work, the default asynchronous executor. Never on
+         * one of Baton's I/O or timer threads.
+         */
+        void onWorkThread(Runnable call);
 
         /** Whether the calling thread runs a term's work (a blocking relinquish/close there would wait for itself). */
         boolean isWorkThread();
@@ -94,6 +102,8 @@ final class Candidate implements Candidacy {
         final AtomicReference<Revocation> requested = new AtomicReference<>();
         final CompletableFuture<Void> over = new CompletableFuture<>();
         volatile CompletableFuture<Void> work;
+        /** Set when the elected listeners were called: the revoked ones are called then too. */
+        volatile boolean told;
         /** Set when the work has ended (or is stopped before it starts): no longer claims to lead. */
         volatile boolean ending;
 
@@ -184,12 +194,17 @@ final class Candidate implements Candidacy {
     @Override
     public CompletionStage<Boolean> relinquishAsync() {
         Term t = term;
-        if (t == null) {
-            return CompletableFuture.completedFuture(false);
+        if (t == null || (t.ending && t.requested.get() == null)) {
+            return CompletableFuture.completedFuture(false); // not leading, or its leadership is being lost
         }
-        t.requested.compareAndSet(null, Revocation.RELINQUISHED);
-        runner.stop(t);
-        return t.over.thenApply(ok -> true);
+        if (t.requested.compareAndSet(null, Revocation.RELINQUISHED)) {
+            runner.stop(t);
+            return t.over.thenApply(ok -> true);
+        }
+        // Another relinquish or a close is handing it on: so does this call. A work that returned
+        // on its own hands it on too, but leads no more (its leadership is not valid): false.
+        return t.requested.get() == Revocation.WORK_ENDED ? CompletableFuture.completedFuture(false)
+                : t.over.thenApply(ok -> true);
     }
 
     @Override
@@ -292,29 +307,35 @@ final class Candidate implements Candidacy {
         if (closed.get()) {
             next.cancel(false);
         }
-        next.whenComplete((ok, error) -> afterTurn(elected.get(), error));
+        // Once the turn has ended and what it left in Redis is gone: the hold's release answered,
+        // or a wait given up has left the line (so close() returns with the candidate out of it).
+        CompletableFuture<Void> turnOver = next;
+        next.whenComplete((ok, error) -> RedisLock.settled(turnOver).whenComplete((s, e) -> afterTurn(elected.get(), error)));
     }
 
     /** Elected: the term begins; its work's stage is what the lease-scoped work follows. */
     private CompletionStage<Void> elected(LeaseScope scope, AtomicReference<Term> elected) {
         Term t = new Term(scope, identity, election);
         elected.set(t);
-        setTerm(t);
-        outage = false;
-        log.info("{} leads '{}' (epoch {})", identity, election, t.leadership.epoch());
-        for (LeadershipListener listener : listeners) {
-            try {
-                listener.elected(t.leadership);
-            } catch (RuntimeException e) {
-                log.warn("a leadership listener of '{}' failed on elected", election, e);
-            }
-        }
         if (closed.get()) {
+            // Closed while the grant came: handed on at once, and nobody is told of it.
             t.requested.compareAndSet(null, Revocation.CLOSED);
             t.ending = true;
             return CompletableFuture.completedFuture(null);
         }
-        CompletableFuture<Void> work = runner.start(t);
+        setTerm(t);
+        outage = false;
+        log.info("{} leads '{}' (epoch {})", identity, election, t.leadership.epoch());
+        CompletableFuture<Void> work = runner.start(t, () -> {
+            t.told = true;
+            for (LeadershipListener listener : listeners) {
+                try {
+                    listener.elected(t.leadership);
+                } catch (RuntimeException e) {
+                    log.warn("a leadership listener of '{}' failed on elected", election, e);
+                }
+            }
+        });
         t.work = work;
         // The stage the lease-scoped work follows completes only after the term is marked ending:
         // from the moment the work has ended this candidate no longer claims to lead, before the
@@ -323,6 +344,11 @@ final class Candidate implements Candidacy {
         // invalid by then, and the cancel reaches the work.
         CompletableFuture<Void> followed = new CompletableFuture<>();
         work.whenComplete((ok, e) -> {
+            // It ended on its own, first: not by a stop, nor by its scope's LeaseLostException
+            // (checkValid() after the validity ran out, which a stop's timer may come just after).
+            if (!followed.isCancelled() && !(e != null && Failures.unwrap(e) instanceof LeaseLostException)) {
+                t.requested.compareAndSet(null, Revocation.WORK_ENDED);
+            }
             t.ending = true;
             if (e == null) {
                 followed.complete(null);
@@ -373,7 +399,9 @@ final class Candidate implements Candidacy {
             end(t, why);
         }
         long pause = pauseMs;
-        runner.idle().whenComplete((ok, e) -> {
+        // The next turn once this one's listeners were told (after a blocking work has returned).
+        CompletionStage<Void> told = t == null ? CompletableFuture.completedFuture(null) : t.over;
+        told.whenComplete((ok, e) -> {
             if (pause == 0 || closed.get()) {
                 campaign();
             } else {
@@ -382,22 +410,27 @@ final class Candidate implements Candidacy {
         });
     }
 
+    /** The term is over: no longer the candidate's; its revoked listeners run where its elected ones did. */
     private void end(Term t, Revocation why) {
         t.ending = true;
         setTerm(null);
-        try {
-            tell(t, why);
-        } finally {
-            t.over.complete(null);
-        }
-    }
-
-    private void tell(Term t, Revocation why) {
         if (why == Revocation.LOST) {
             log.warn("{} lost the leadership of '{}' (epoch {})", identity, election, t.leadership.epoch());
         } else {
             log.info("{} no longer leads '{}' (epoch {}): {}", identity, election, t.leadership.epoch(), why);
         }
+        runner.onWorkThread(() -> {
+            try {
+                if (t.told) {
+                    tell(t, why);
+                }
+            } finally {
+                t.over.complete(null);
+            }
+        });
+    }
+
+    private void tell(Term t, Revocation why) {
         for (LeadershipListener listener : listeners) {
             try {
                 listener.revoked(t.leadership, why);

@@ -59,7 +59,7 @@ public final class RedisLeaderElection implements BatonLeaderElection {
     @Override
     public Candidacy joinAsync(String identity, Function<? super Leadership, ? extends CompletionStage<?>> work) {
         Objects.requireNonNull(work, "work");
-        return start(identity, new AsyncRunner(work));
+        return start(identity, new AsyncRunner(work, services.executor().scheduler()));
     }
 
     private Candidacy start(String identity, Candidate.Runner runner) {

@@ -401,8 +401,8 @@ public final class AcquireEngine {
             return settled;
         }
 
-        /** Completes when the acquisition's clean-up commands have all been answered (for tests). */
-        CompletableFuture<Void> finished() {
+        /** Completes when the acquisition has ended and its clean-up commands have all been answered (or failed). */
+        public CompletableFuture<Void> finished() {
             return finished;
         }
 

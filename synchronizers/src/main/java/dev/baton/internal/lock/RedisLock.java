@@ -173,8 +173,9 @@ public class RedisLock implements BatonLock {
     @Override
     public <T> CompletionStage<T> withLockAsync(long ownerId, Function<? super LeaseScope, ? extends CompletionStage<T>> work) {
         Objects.requireNonNull(work, "work");
-        CompletableFuture<Void> acquired = lockAsync(ownerId).toCompletableFuture();
-        ScopedResult<T> result = new ScopedResult<>(ownerId, acquired);
+        AcquireEngine.Acquisition acquisition = start(-1, watchdog(), ownerId);
+        CompletableFuture<Void> acquired = acquisition.untilGranted().toCompletableFuture();
+        ScopedResult<T> result = new ScopedResult<>(ownerId, acquired, acquisition);
         acquired.whenComplete((granted, acquireFailure) -> {
             if (acquireFailure != null) {
                 // Not granted (or given up by the caller): called off the completing thread.
@@ -239,6 +240,7 @@ public class RedisLock implements BatonLock {
     private final class ScopedResult<T> extends CallerEndedFuture<T> {
         private final long ownerId;
         private final CompletableFuture<Void> acquired;
+        private final AcquireEngine.Acquisition acquisition;
         /** null: no grant and no caller's end yet; {@link #GIVEN_UP_BEFORE_THE_GRANT}; or the hold's release to come. */
         final AtomicReference<Object> state = new AtomicReference<>();
         private volatile LeaseScopedWork scope;
@@ -249,9 +251,10 @@ public class RedisLock implements BatonLock {
          */
         private volatile boolean ended;
 
-        ScopedResult(long ownerId, CompletableFuture<Void> acquired) {
+        ScopedResult(long ownerId, CompletableFuture<Void> acquired, AcquireEngine.Acquisition acquisition) {
             this.ownerId = ownerId;
             this.acquired = acquired;
+            this.acquisition = acquisition;
         }
 
         @SuppressWarnings("unchecked")
@@ -263,14 +266,18 @@ public class RedisLock implements BatonLock {
             this.scope = work;
         }
 
-        /** Completes once this stage has completed and the hold's release, if it had one, has been answered. */
+        /**
+         * Completes once this stage has completed and the hold's release, if it had one, has been
+         * answered; a wait given up before any grant, once the clean-up of the acquisition (a fair
+         * waiter's leaving the queue) has been answered.
+         */
         public CompletableFuture<Void> settled() {
             CompletableFuture<Void> done = new CompletableFuture<>();
             whenComplete((v, e) -> {
                 if (state.get() instanceof CompletableFuture<?> release) {
                     release.whenComplete((ok, failed) -> done.complete(null));
                 } else {
-                    done.complete(null);
+                    acquisition.finished().whenComplete((ok, failed) -> done.complete(null));
                 }
             });
             return done;
