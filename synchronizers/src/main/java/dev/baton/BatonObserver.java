@@ -133,4 +133,23 @@ public interface BatonObserver {
      */
     default void renewal(int leases, boolean succeeded, long tookNanos) {
     }
+
+    /**
+     * A candidate of this client was elected ({@link BatonLeaderElection}).
+     *
+     * @param election the election's name
+     * @param epoch    its leadership's epoch
+     */
+    default void elected(String election, long epoch) {
+    }
+
+    /**
+     * A leadership of this client's candidate ended.
+     *
+     * @param election the election's name
+     * @param why      why it ended
+     * @param ledNanos from its election to its end
+     */
+    default void leadershipEnded(String election, LeadershipListener.Revocation why, long ledNanos) {
+    }
 }

@@ -45,12 +45,23 @@ import java.util.function.Predicate;
  *       {@code unreachable} (renewal could not reach Redis for a whole lease)</td></tr>
  *   <tr><td>{@code baton.renewals}</td><td>timer</td><td>outcome</td>
  *       <td>the watchdog's batched renewal calls: {@code success} or {@code failure}</td></tr>
+ *   <tr><td>{@code baton.leader.elections}</td><td>counter</td><td>name</td>
+ *       <td>elections won by the clients' candidates</td></tr>
+ *   <tr><td>{@code baton.leader.leading}</td><td>gauge</td><td>name</td>
+ *       <td>the clients' candidates leading the election now (0 or 1 per client)</td></tr>
+ *   <tr><td>{@code baton.leader.epoch}</td><td>gauge</td><td>name</td>
+ *       <td>the highest epoch the clients' candidates were elected with</td></tr>
+ *   <tr><td>{@code baton.leader.tenure}</td><td>timer</td><td>name, reason</td>
+ *       <td>how long a leadership lasted, by how it ended: {@code relinquished}, {@code work-ended},
+ *       {@code lost}, {@code closed}</td></tr>
  * </table>
  * The {@code kind} tag is {@code lock}, {@code fair-lock}, {@code read-lock},
  * {@code write-lock}, {@code fenced-lock}, {@code red-lock}, {@code semaphore},
- * {@code permit-expirable-semaphore}, {@code count-down-latch} or {@code rate-limiter} (a rate
+ * {@code permit-expirable-semaphore}, {@code count-down-latch}, {@code rate-limiter} (a rate
  * limiter's call: {@code acquired} when admitted, timed up to its slot; {@code timed-out} when
- * refused; {@code interrupted} when given up while it slept toward its slot).
+ * refused; {@code interrupted} when given up while it slept toward its slot) or
+ * {@code leader-election} (a candidate's wait to lead, named by the election's lock key,
+ * {@code baton_leader:{name}}; the {@code baton.leader.*} meters use the election's name).
  *
  * <p><b>Names as tags.</b> A synchronizer's name becomes the {@code name} tag only if the
  * allow-list accepts it; every other name is tagged {@code other}. Names are often built from
@@ -169,6 +180,38 @@ public final class BatonMetrics implements BatonObserver, MeterBinder {
     public void renewal(int leases, boolean succeeded, long tookNanos) {
         record("baton.renewals", "The watchdog's batched lease renewals",
                 Tags.of("outcome", succeeded ? "success" : "failure"), tookNanos);
+    }
+
+    /** This client's candidates leading each election now, and the epoch each last led with (by name tag). */
+    private final java.util.Map<String, java.util.concurrent.atomic.AtomicLong> leading = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Map<String, java.util.concurrent.atomic.AtomicLong> epochs = new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Override
+    public void elected(String election, long epoch) {
+        String tag = nameTag(election);
+        java.util.concurrent.atomic.AtomicLong now = leading.computeIfAbsent(tag, t -> new java.util.concurrent.atomic.AtomicLong());
+        java.util.concurrent.atomic.AtomicLong last = epochs.computeIfAbsent(tag, t -> new java.util.concurrent.atomic.AtomicLong());
+        now.incrementAndGet();
+        last.accumulateAndGet(epoch, Math::max);
+        for (MeterRegistry registry : registries) {
+            Counter.builder("baton.leader.elections").description("Elections won by this client's candidates")
+                    .tags("name", tag).register(registry).increment();
+            Gauge.builder("baton.leader.leading", now, java.util.concurrent.atomic.AtomicLong::get)
+                    .description("This client's candidates leading the election now (0 or 1)").tags("name", tag).register(registry);
+            Gauge.builder("baton.leader.epoch", last, java.util.concurrent.atomic.AtomicLong::get)
+                    .description("The highest epoch this client's candidates were elected with").tags("name", tag).register(registry);
+        }
+    }
+
+    @Override
+    public void leadershipEnded(String election, dev.baton.LeadershipListener.Revocation why, long ledNanos) {
+        String tag = nameTag(election);
+        java.util.concurrent.atomic.AtomicLong now = leading.get(tag);
+        if (now != null) {
+            now.decrementAndGet();
+        }
+        record("baton.leader.tenure", "How long this client's candidates led, by how it ended",
+                Tags.of("name", tag, "reason", tagValue(why)), ledNanos);
     }
 
     /** Records one duration in the timer {@code name} with {@code tags}, in every bound registry. */

@@ -106,6 +106,29 @@ class BatonMetricsTest {
     }
 
     /** A rate limiter's calls: admitted (with the wait for the slot), refused, and given up, under kind rate-limiter. */
+    /**
+     * A leader election: each election won counts, the leading gauge is 1 while a candidate leads
+     * and 0 after, the epoch gauge shows the highest epoch, and each leadership's tenure is timed
+     * by how it ended.
+     */
+    @Test
+    void leaderElectionsAreCountedTheirLeadershipGaugedAndTheirTenureTimed() throws Exception {
+        dev.baton.Candidacy c = baton.leaderElection("nightly-report").join("me", leadership -> Thread.sleep(Long.MAX_VALUE));
+        assertTrue(c.awaitLeadership(10, TimeUnit.SECONDS));
+        long epoch = c.leadership().orElseThrow().epoch();
+        assertEquals(1, registry.find("baton.leader.elections").tags("name", "nightly-report").counter().count());
+        assertEquals(1, registry.find("baton.leader.leading").tags("name", "nightly-report").gauge().value());
+        assertEquals((double) epoch, registry.find("baton.leader.epoch").tags("name", "nightly-report").gauge().value());
+        assertTrue(c.relinquish());
+        dev.baton.testkit.Await.until(Duration.ofSeconds(10), () -> "re-elected", () -> registry.find("baton.leader.elections")
+                .tags("name", "nightly-report").counter().count() == 2);
+        assertEquals(1, timer("baton.leader.tenure", "name", "nightly-report", "reason", "relinquished").count());
+        c.close();
+        assertEquals(0, registry.find("baton.leader.leading").tags("name", "nightly-report").gauge().value());
+        assertEquals(1, timer("baton.leader.tenure", "name", "nightly-report", "reason", "closed").count());
+        assertTrue(registry.find("baton.leader.epoch").tags("name", "nightly-report").gauge().value() > epoch);
+    }
+
     @Test
     void rateLimiterCallsAreTimedAsAdmittedRefusedAndGivenUp() throws Exception {
         BatonRateLimiter rate = baton.rateLimiter("partner", RateLimit.perSecond(5));

@@ -101,6 +101,8 @@ final class Candidate implements Candidacy {
         final Elected leadership;
         final AtomicReference<Revocation> requested = new AtomicReference<>();
         final CompletableFuture<Void> over = new CompletableFuture<>();
+        /** When it began, on the client's scheduler's clock. */
+        long startedNanos;
         volatile CompletableFuture<Void> work;
         /** Set when the elected listeners were called: the revoked ones are called then too. */
         volatile boolean told;
@@ -323,6 +325,8 @@ final class Candidate implements Candidacy {
             t.ending = true;
             return CompletableFuture.completedFuture(null);
         }
+        t.startedNanos = scheduler.nanoTime();
+        services.engine().observer().elected(election, t.leadership.epoch()); // before isLeader() says so
         setTerm(t);
         outage = false;
         log.info("{} leads '{}' (epoch {})", identity, election, t.leadership.epoch());
@@ -414,6 +418,9 @@ final class Candidate implements Candidacy {
     private void end(Term t, Revocation why) {
         t.ending = true;
         setTerm(null);
+        if (t.startedNanos != 0) {
+            services.engine().observer().leadershipEnded(election, why, scheduler.nanoTime() - t.startedNanos);
+        }
         if (why == Revocation.LOST) {
             log.warn("{} lost the leadership of '{}' (epoch {})", identity, election, t.leadership.epoch());
         } else {

@@ -76,6 +76,18 @@ public final class Observer {
         }
     }
 
+    public void elected(String election, long epoch) {
+        if (observer != null) {
+            safely(() -> observer.elected(election, epoch));
+        }
+    }
+
+    public void leadershipEnded(String election, dev.baton.LeadershipListener.Revocation why, long ledNanos) {
+        if (observer != null) {
+            safely(() -> observer.leadershipEnded(election, why, ledNanos));
+        }
+    }
+
     private static void safely(Runnable call) {
         try {
             call.run();
