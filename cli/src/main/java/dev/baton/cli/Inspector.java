@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Tells what a key is (lock, fair lock, read-write lock, semaphore, latch, rate limiter) from the layout Baton
+ * Tells what a key is (lock, fair lock, read-write lock, semaphore, latch, rate limiter, leader election) from the layout Baton
  * and Redisson share (names spelled by the library's own {@link Layout}), and who holds it; who
  * waits is the library's own count ({@code waiterCount()}). Read-only: plain reads, no scripts.
  */
@@ -26,6 +26,10 @@ final class Inspector {
         long ttl = redis.pttl(name);
         if ("none".equals(type) && redis.exists(Layout.rateLimiter(name)) == 1L) {
             describeRateLimiter(connection, name, out);
+            return out;
+        }
+        if ("none".equals(type) && redis.exists(Layout.leader(name), Layout.leaderQueue(name), Layout.leaderEpoch(name)) > 0) {
+            describeElection(connection, name, out);
             return out;
         }
         switch (type) {
@@ -66,6 +70,46 @@ final class Inspector {
         out.put("nextPermitInMs", nextMicros / 1000.0);
         out.put("reservedAheadMs", aheadMicros / 1000.0);
         out.put("ttlMs", ttl);
+    }
+
+    /**
+     * A leader election (data-layout.md): who leads (identity, owner id, epoch, since when, lease
+     * left) and the live candidates in line, first first, from plain reads on Redis's clock.
+     */
+    private static void describeElection(RedisOption.Connection connection, String name, Map<String, Object> out) {
+        RedisClusterCommands<String, String> redis = connection.sync();
+        String key = Layout.leader(name);
+        Map<String, String> fields = redis.hgetall(key);
+        List<String> time = redis.time();
+        long nowMs = Long.parseLong(time.get(0)) * 1000L + Long.parseLong(time.get(1)) / 1000L;
+        out.put("kind", "leader election");
+        out.put("key", key);
+        String owner = fields.keySet().stream().filter(f -> !f.startsWith("baton:")).findFirst().orElse(null);
+        if (owner == null) {
+            out.put("leader", null);
+        } else {
+            Map<String, Object> leader = new LinkedHashMap<>();
+            leader.put("identity", fields.getOrDefault("baton:identity", ""));
+            leader.put("owner", owner);
+            leader.put("epoch", Long.parseLong(fields.getOrDefault("baton:epoch", "0")));
+            long since = Long.parseLong(fields.getOrDefault("baton:since", "0"));
+            leader.put("leadingForMs", since == 0 ? null : nowMs - since);
+            leader.put("leaseLeftMs", redis.pttl(key));
+            out.put("leader", leader);
+        }
+        List<Object> line = new ArrayList<>();
+        for (String waiting : redis.zrange(Layout.leaderQueue(name), 0, 99)) {
+            String deadline = redis.hget(Layout.leaderWaiters(name), waiting);
+            if (deadline != null && Long.parseLong(deadline) >= nowMs) {
+                Map<String, Object> candidate = new LinkedHashMap<>();
+                candidate.put("identity", redis.hget(Layout.leaderIdentities(name), waiting));
+                candidate.put("owner", waiting);
+                line.add(candidate);
+            }
+        }
+        out.put("candidates", line);
+        String epoch = redis.get(Layout.leaderEpoch(name));
+        out.put("lastEpoch", epoch == null ? null : Long.parseLong(epoch));
     }
 
     private static void describeHash(RedisOption.Connection connection, String name, Map<String, Object> out) {

@@ -101,6 +101,18 @@ class BatonCliTest {
             CliRun rate = run("", "inspect", "--redis", redis.uri(), "ops:rate", "--json");
             assertTrue(rate.out().contains("\"kind\":\"rate limiter\",\"key\":\"baton_rate:{ops:rate}\",\"limit\":\"10 per 1000000 µs,"
                     + " burst 4\",\"availablePermits\":1,"), rate.out());
+            dev.baton.Candidacy leader = baton.leaderElection("ops:nightly").join("billing@host-1", l -> Thread.sleep(Long.MAX_VALUE));
+            assertTrue(leader.awaitLeadership(10, java.util.concurrent.TimeUnit.SECONDS));
+            dev.baton.Candidacy waiting = baton.leaderElection("ops:nightly").join("billing@host-2", l -> Thread.sleep(Long.MAX_VALUE));
+            dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(10), () -> "host-2 in line",
+                    () -> baton.leaderElection("ops:nightly").state().candidates().equals(java.util.List.of("billing@host-2")));
+            CliRun election = run("", "inspect", "--redis", redis.uri(), "ops:nightly", "--json");
+            assertTrue(election.out().contains("\"kind\":\"leader election\",\"key\":\"baton_leader:{ops:nightly}\","
+                    + "\"leader\":{\"identity\":\"billing@host-1\","), election.out());
+            assertTrue(election.out().contains("\"epoch\":" + leader.leadership().orElseThrow().epoch() + ","), election.out());
+            assertTrue(election.out().contains("\"candidates\":[{\"identity\":\"billing@host-2\","), election.out());
+            waiting.close();
+            leader.close();
             CliRun absent = run("", "inspect", "--redis", redis.uri(), "ops:nothing");
             assertEquals(1, absent.exit());
             CliRun watch = run("", "watch", "--redis", redis.uri(), "ops:partner", "--count", "2", "--interval-ms", "100", "--json");
