@@ -11,7 +11,10 @@ package dev.baton.kotlin
 
 import dev.baton.Baton
 import dev.baton.BatonCountDownLatch
+import dev.baton.BatonLeaderElection
 import dev.baton.BatonLock
+import dev.baton.ElectionState
+import dev.baton.Leadership
 import dev.baton.BatonRateLimiter
 import dev.baton.BatonSemaphore
 import dev.baton.LeaseLostException
@@ -287,6 +290,45 @@ class SuspendingRateLimiter(
 
     /** `SuspendingRateLimiter(<name>)`. */
     override fun toString(): String = "SuspendingRateLimiter(${limiter.name})"
+}
+
+/** This leader election with a suspend function ([SuspendingLeaderElection]). */
+fun BatonLeaderElection.suspending(): SuspendingLeaderElection = SuspendingLeaderElection(this)
+
+/** A Baton leader election as a suspend function: a call to [lead] is a candidacy. */
+class SuspendingLeaderElection(
+    /** The election these functions act on. */
+    val election: BatonLeaderElection,
+) {
+    /**
+     * A candidacy for as long as this call runs: each time this candidate is elected, [work] runs
+     * in a child coroutine of the caller's scope with the leadership; when it returns (or throws)
+     * leadership is handed on and the candidate queues again. The child is cancelled when
+     * leadership is lost or relinquished. Never returns on its own: cancelling the calling
+     * coroutine closes the candidacy (the work cancelled, leadership handed on, the line left)
+     * before the cancellation completes.
+     */
+    suspend fun lead(identity: String, work: suspend CoroutineScope.(Leadership) -> Unit): Nothing = coroutineScope {
+        val scope = this
+        val candidacy = election.joinAsync(identity) { leadership ->
+            val term = scope.async { work(leadership) }
+            val stage = CompletableFuture<Any?>()
+            term.invokeOnCompletion { error -> if (error == null) stage.complete(null) else stage.completeExceptionally(error) }
+            stage.whenComplete { _, _ -> if (stage.isCancelled) term.cancel() }
+            stage
+        }
+        try {
+            suspendCancellableCoroutine<Nothing> { }
+        } finally {
+            withContext(NonCancellable) { candidacy.closeAsync().await() }
+        }
+    }
+
+    /** Who leads and who waits. */
+    suspend fun state(): ElectionState = election.stateAsync().awaitUnwrapped()
+
+    /** `SuspendingLeaderElection(<name>)`. */
+    override fun toString(): String = "SuspendingLeaderElection(${election.name})"
 }
 
 /** Waits for [future]; cancelling the coroutine cancels the future (the stage Baton returned, so Baton undoes what it holds). */

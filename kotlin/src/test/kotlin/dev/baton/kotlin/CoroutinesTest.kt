@@ -55,6 +55,38 @@ class CoroutinesTest(private val redis: RedisServer) {
     @AfterEach
     fun close() = baton.close()
 
+    /**
+     * lead() is a candidacy while it runs: the work runs in a child coroutine each time the
+     * candidate leads, queues again when it returns, and cancelling lead() cancels the running
+     * work and leaves the election with nobody leading.
+     */
+    @Test
+    fun leadIsACandidacyWhoseWorkRunsAsAChildWhileItLeads() = runBlocking {
+        val election = baton.leaderElection("kotlin-election").suspending()
+        val terms = java.util.concurrent.atomic.AtomicInteger()
+        val cancelled = java.util.concurrent.atomic.AtomicBoolean()
+        val candidacy = launch(kotlinx.coroutines.Dispatchers.Default) {
+            election.lead("kotlin@host") { leadership ->
+                if (terms.incrementAndGet() < 3) {
+                    kotlinx.coroutines.delay(20)
+                } else {
+                    try {
+                        kotlinx.coroutines.awaitCancellation()
+                    } finally {
+                        cancelled.set(true)
+                    }
+                }
+            }
+        }
+        kotlinx.coroutines.withTimeout(10_000) {
+            while (terms.get() < 3) kotlinx.coroutines.delay(10)
+        }
+        assertEquals("kotlin@host", election.state().leader().orElseThrow().identity())
+        candidacy.cancelAndJoin()
+        assertTrue(cancelled.get(), "the running work was cancelled")
+        assertTrue(election.state().leader().isEmpty, "nobody leads after the candidacy's coroutine was cancelled")
+    }
+
     @Test
     fun withLockReEntersWithinTheCoroutineAndItsChildrenAndReleasesHoweverItEnds() = runBlocking {
         // snippet kotlin-with-lock begins

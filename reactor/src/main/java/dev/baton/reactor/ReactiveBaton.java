@@ -84,6 +84,11 @@ public final class ReactiveBaton {
         return new ReactiveSemaphore(baton.semaphore(name));
     }
 
+    /** The leader election {@code name} ({@link Baton#leaderElection(String)}). */
+    public ReactiveLeaderElection leaderElection(String name) {
+        return new ReactiveLeaderElection(baton.leaderElection(name));
+    }
+
     /** The rate limiter {@code name} ({@link Baton#rateLimiter(String, dev.baton.RateLimit)}). */
     public ReactiveRateLimiter rateLimiter(String name, dev.baton.RateLimit limit) {
         return new ReactiveRateLimiter(baton.rateLimiter(name, limit));

@@ -237,6 +237,26 @@ class ReactiveBatonTest {
                 .await(Duration.ofMillis(100))).block(Duration.ofSeconds(5)));
     }
 
+    /**
+     * A subscription to lead() is a candidacy: elected, its work's publisher runs; when it
+     * completes the candidate queues again and leads again (alone); disposing the subscription
+     * cancels the running work and leaves the election, with nobody leading.
+     */
+    @Test
+    void aLeaderElectionSubscriptionIsACandidacyWhoseWorkRunsWhileItLeads() {
+        ReactiveLeaderElection election = reactive.leaderElection("reactive-election");
+        java.util.concurrent.atomic.AtomicInteger terms = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean cancelled = new java.util.concurrent.atomic.AtomicBoolean();
+        Disposable candidacy = election.lead("reactive@host", leadership -> terms.incrementAndGet() < 3
+                ? Mono.delay(Duration.ofMillis(20))
+                : Mono.never().doOnCancel(() -> cancelled.set(true))).subscribe();
+        Await.until(Duration.ofSeconds(10), () -> "three terms (two works that completed, one that runs)", () -> terms.get() >= 3);
+        assertEquals("reactive@host", election.state().block(Duration.ofSeconds(5)).leader().orElseThrow().identity());
+        candidacy.dispose();
+        Await.until(Duration.ofSeconds(5), () -> "the running work cancelled and nobody leading",
+                () -> cancelled.get() && election.state().block(Duration.ofSeconds(5)).leader().isEmpty());
+    }
+
     @Test
     void aRateLimiterAsPublishersSignalsOnReactorsSchedulerAndACancelUndoesTheReservation() {
         ReactiveRateLimiter rate = reactive.rateLimiter("reactive-rate", dev.baton.RateLimit.of(1, Duration.ofSeconds(10)));
