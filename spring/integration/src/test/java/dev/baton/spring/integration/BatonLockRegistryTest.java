@@ -426,6 +426,46 @@ class BatonLockRegistryTest {
         }
     }
 
+    /**
+     * The leader's lock is taken from it (deleted in Redis, as an operator's forceUnlock or a data
+     * loss does): the other candidate takes the lock, and the old leader, whose next heartbeat
+     * cannot re-acquire it, is revoked (spring-integration#2098's fix, kept with Baton's locks);
+     * then one leader stays.
+     */
+    @Test
+    void springIntegrationsLeaderInitiatorRevokesALeaderWhoseLockWasTakenAway() throws Exception {
+        Set<String> leaders = ConcurrentHashMap.newKeySet();
+        java.util.concurrent.atomic.AtomicBoolean handingOver = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.List<String> twoAtATime = new java.util.concurrent.CopyOnWriteArrayList<>();
+        CountDownLatch firstGranted = new CountDownLatch(1);
+        CountDownLatch secondGranted = new CountDownLatch(1);
+        CountDownLatch oneRevoked = new CountDownLatch(1);
+        CountDownLatch twoRevoked = new CountDownLatch(1);
+        LockRegistryLeaderInitiator one = initiator(a, "one", leaders, firstGranted, secondGranted, oneRevoked,
+                handingOver, twoAtATime);
+        one.start();
+        LockRegistryLeaderInitiator two = null;
+        try {
+            assertTrue(firstGranted.await(10, TimeUnit.SECONDS), "one leads");
+            two = initiator(b, "two", leaders, firstGranted, secondGranted, twoRevoked, handingOver, twoAtATime);
+            two.start();
+            // two's selector asks every 200 ms; a grant while one led would be in twoAtATime.
+            Await.until(Duration.ofSeconds(5), () -> "two waiting on the lock", () -> b.lock("leader:batch").hasWaiters());
+            assertEquals(List.of(), twoAtATime, "no grant while one led");
+            handingOver.set(true);
+            assertTrue(b.lock("leader:batch").forceUnlock(), "the leader's lock was there to take away");
+            assertTrue(secondGranted.await(10, TimeUnit.SECONDS), "two took the lock over");
+            assertTrue(oneRevoked.await(10, TimeUnit.SECONDS), "one, whose lock was taken, was revoked");
+            handingOver.set(false);
+            assertEquals(Set.of("two"), leaders, "one leader");
+        } finally {
+            one.stop();
+            if (two != null) {
+                two.stop();
+            }
+        }
+    }
+
     private static LockRegistryLeaderInitiator initiator(Baton baton, String id, Set<String> leaders,
                                                          CountDownLatch first, CountDownLatch second,
                                                          CountDownLatch revoked,

@@ -41,6 +41,7 @@ public class BatonProperties {
     private final Metrics metrics = new Metrics();
 
     private final Integration integration = new Integration();
+    private final Leader leader = new Leader();
 
     private final Shedlock shedlock = new Shedlock();
 
@@ -98,6 +99,10 @@ public class BatonProperties {
 
     public Metrics getMetrics() {
         return metrics;
+    }
+
+    public Leader getLeader() {
+        return leader;
     }
 
     public Integration getIntegration() {
@@ -225,6 +230,34 @@ public class BatonProperties {
 
         public void setLeaseTime(Duration leaseTime) {
             this.leaseTime = leaseTime;
+        }
+    }
+
+    /** This application's candidacy in a Baton leader election (a {@code BatonLeader} bean). */
+    public static class Leader {
+        /** The election's name; unset (the default), no candidacy is made. */
+        private String election;
+
+        /**
+         * How everyone sees this instance in the election; unset means
+         * {@code <spring.application.name>@<host name>}.
+         */
+        private String identity;
+
+        public String getElection() {
+            return election;
+        }
+
+        public void setElection(String election) {
+            this.election = election;
+        }
+
+        public String getIdentity() {
+            return identity;
+        }
+
+        public void setIdentity(String identity) {
+            this.identity = identity;
         }
     }
 

@@ -62,8 +62,54 @@ class BatonAutoConfigurationTest {
                 .withConfiguration(AutoConfigurations.of(BootLine.redisAutoConfiguration(), BatonAutoConfiguration.class,
                         BatonMetricsAutoConfiguration.class, BatonHealthAutoConfiguration.class,
                         BatonIntegrationAutoConfiguration.class, BatonShedLockAutoConfiguration.class,
-                        BatonEndpointAutoConfiguration.class))
+                        BatonEndpointAutoConfiguration.class, BatonLeaderAutoConfiguration.class))
                 .withPropertyValues("spring.data.redis.host=" + redis.host(), "spring.data.redis.port=" + redis.port());
+    }
+
+    /**
+     * With baton.leader.election set, the application is a candidate: a Granted event when it is
+     * elected (its epoch on it), a Revoked event with the reason when leadership ends, relinquish()
+     * hands on (alone, it is granted again), and closing the context leaves the election.
+     */
+    @Test
+    void aLeaderBeanJoinsTheElectionAndPublishesGrantedAndRevokedEvents() {
+        runner.withPropertyValues("baton.leader.election=nightly", "spring.application.name=billing")
+                .withBean(LeaderEvents.class).run(context -> {
+                    BatonLeader leader = context.getBean(BatonLeader.class);
+                    LeaderEvents events = context.getBean(LeaderEvents.class);
+                    assertTrue(leader.getIdentity().startsWith("billing@"), leader.getIdentity());
+                    dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(10), () -> "granted", () -> events.granted.size() == 1);
+                    assertTrue(leader.isLeader());
+                    assertEquals(leader.getLeadership().orElseThrow().epoch(), events.granted.get(0).getLeadership().epoch());
+                    assertTrue(leader.relinquish());
+                    dev.baton.testkit.Await.until(java.time.Duration.ofSeconds(10), () -> "revoked and granted again",
+                            () -> events.revoked.size() == 1 && events.granted.size() == 2);
+                    assertEquals(dev.baton.LeadershipListener.Revocation.RELINQUISHED, events.revoked.get(0).getWhy());
+                    Baton baton = context.getBean(Baton.class);
+                    assertEquals(leader.getIdentity(), baton.leaderElection("nightly").state().leader().orElseThrow().identity());
+                    context.stop();
+                    assertEquals(dev.baton.LeadershipListener.Revocation.CLOSED, events.revoked.get(1).getWhy());
+                    try (Baton another = Baton.create(dev.baton.BatonOptions.create(redis.uri()))) {
+                        assertTrue(another.leaderElection("nightly").state().leader().isEmpty(), "the stopped application left");
+                    }
+                });
+        runner.run(context -> assertTrue(context.getBeansOfType(BatonLeader.class).isEmpty(), "no election named: no candidacy"));
+    }
+
+    /** Collects the leader events, as an application's @EventListener methods would. */
+    static final class LeaderEvents {
+        final List<BatonLeader.Granted> granted = new CopyOnWriteArrayList<>();
+        final List<BatonLeader.Revoked> revoked = new CopyOnWriteArrayList<>();
+
+        @org.springframework.context.event.EventListener
+        void on(BatonLeader.Granted event) {
+            granted.add(event);
+        }
+
+        @org.springframework.context.event.EventListener
+        void on(BatonLeader.Revoked event) {
+            revoked.add(event);
+        }
     }
 
     @Test
@@ -398,7 +444,7 @@ class BatonAutoConfigurationTest {
                 "baton.renewal-batch-size", "baton.fair-lock-waiter-timeout", "baton.clock-drift-allowance", "baton.replica-sync.replicas",
                 "baton.replica-sync.timeout", "baton.replica-sync.failure", "baton.metrics.enabled",
                 "baton.metrics.tag-names", "baton.integration.registry-key", "baton.integration.fair",
-                "baton.integration.lease-time", "baton.shedlock.key-prefix")) {
+                "baton.integration.lease-time", "baton.shedlock.key-prefix", "baton.leader.election", "baton.leader.identity")) {
             assertTrue(metadata.contains("\"name\": \"" + name + "\""), name + " in " + metadata);
         }
         // The IDE shows each default: Baton's own for the options the properties leave unset.
