@@ -8,7 +8,6 @@ import dev.baton.LeadershipListener;
 import dev.baton.LeadershipListener.Revocation;
 import dev.baton.RedisUnavailableException;
 import dev.baton.internal.Services;
-import dev.baton.internal.lease.OwnerIds;
 import dev.baton.internal.lock.RedisLock;
 import dev.baton.internal.command.Failures;
 import dev.baton.internal.time.Scheduler;
@@ -118,8 +117,12 @@ final class Candidate implements Candidacy {
         }
     }
 
-    Candidate(Services services, String election, RedisLock lock, String identity, Runner runner) {
+    private final java.util.function.LongSupplier ownerIds;
+
+    Candidate(Services services, String election, RedisLock lock, String identity, Runner runner,
+              java.util.function.LongSupplier ownerIds) {
         this.services = services;
+        this.ownerIds = ownerIds;
         this.election = election;
         this.lock = lock;
         this.identity = identity;
@@ -301,7 +304,7 @@ final class Candidate implements Candidacy {
         AtomicReference<Term> elected = new AtomicReference<>();
         CompletableFuture<Void> next;
         try {
-            next = lock.<Void>withLockAsync(OwnerIds.next(), scope -> elected(scope, elected)).toCompletableFuture();
+            next = lock.<Void>withLockAsync(ownerIds.getAsLong(), scope -> elected(scope, elected)).toCompletableFuture();
         } catch (RuntimeException e) {
             next = CompletableFuture.failedFuture(e);
         }

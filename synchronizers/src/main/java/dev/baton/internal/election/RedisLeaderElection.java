@@ -37,8 +37,11 @@ public final class RedisLeaderElection implements BatonLeaderElection {
     private final long waiterLeaseMs;
     private final List<String> stateKeys;
 
-    public RedisLeaderElection(Services services, String name, long waiterLeaseMs) {
+    private final java.util.function.LongSupplier ownerIds;
+
+    public RedisLeaderElection(Services services, String name, long waiterLeaseMs, java.util.function.LongSupplier ownerIds) {
         this.services = services;
+        this.ownerIds = ownerIds;
         this.name = Args.name(name);
         this.lockKey = Layout.leader(name);
         this.waiterLeaseMs = waiterLeaseMs;
@@ -66,7 +69,7 @@ public final class RedisLeaderElection implements BatonLeaderElection {
         services.checkOpen();
         String id = identity(identity);
         RedisLock lock = new RedisLock(services, lockKey, key -> FairRecipe.election(services, name, key, waiterLeaseMs, id));
-        Candidate candidate = new Candidate(services, name, lock, id, runner);
+        Candidate candidate = new Candidate(services, name, lock, id, runner, ownerIds);
         candidate.start();
         return candidate;
     }

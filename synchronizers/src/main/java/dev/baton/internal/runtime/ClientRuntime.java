@@ -214,10 +214,17 @@ public final class ClientRuntime implements AutoCloseable {
         return new RedisRateLimiter(services, name, limit);
     }
 
+    /**
+     * The owner ids of this client's candidates' turns: one counter per client (so a seed of the
+     * simulation replays byte for byte), far below the JVM-wide ids of Baton.newOwnerId(); only
+     * an election's own lock ever sees them.
+     */
+    private final java.util.concurrent.atomic.AtomicLong candidateOwners = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE / 2);
+
     public BatonLeaderElection leaderElection(String name) {
         services.checkOpen();
         inOneSlot(Layout.leader(java.util.Objects.requireNonNull(name, "name")), false);
-        return new RedisLeaderElection(services, name, options.fairLockWaiterTimeout().toMillis());
+        return new RedisLeaderElection(services, name, options.fairLockWaiterTimeout().toMillis(), candidateOwners::decrementAndGet);
     }
 
     public BatonCountDownLatch countDownLatch(String name) {
