@@ -397,7 +397,7 @@ class InterleavingFuzzTest {
                 }
                 case "leaderElection" -> {
                     // Every candidacy closed as its worker ended: nobody leads, nobody is in line.
-                    for (String key : List.of(dev.baton.lua.Layout.leader(name), dev.baton.lua.Layout.leaderQueue(name))) {
+                    for (String key : List.of("baton_leader:{" + name + "}", "baton_leader_queue:{" + name + "}")) { // data-layout.md
                         Long exists = counter.exists(key);
                         if (exists != null && exists > 0) {
                             return key + " is still in Redis after every candidacy closed: " + counter.type(key);

@@ -1,6 +1,7 @@
 package dev.baton.spring.boot.autoconfigure;
 
 import dev.baton.Baton;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -8,7 +9,6 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.env.Environment;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -27,12 +27,13 @@ public class BatonLeaderAutoConfiguration {
     /** The candidacy; it joins when the context starts and leaves when it stops. */
     @Bean
     @ConditionalOnMissingBean(BatonLeader.class)
-    public BatonLeader batonLeader(Baton baton, BatonProperties properties, Environment environment,
+    public BatonLeader batonLeader(Baton baton, BatonProperties properties,
+                                   @Value("${spring.application.name:application}") String applicationName,
                                    ApplicationEventPublisher events) {
         BatonProperties.Leader leader = properties.getLeader();
         String identity = leader.getIdentity();
         if (identity == null || identity.isBlank()) {
-            identity = environment.getProperty("spring.application.name", "application") + "@" + hostName();
+            identity = applicationName + "@" + hostName();
         }
         return new BatonLeader(baton, leader.getElection(), identity, events);
     }
