@@ -13,7 +13,6 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class BlockingRunner implements Candidate.Runner {
     private static final Job SHUTDOWN = new Job(null, null, null);
-    private final String name;
 
     /** A term's work (with the call before it), or a listeners' call ({@code term} null). */
     private record Job(Candidate.Term term, Runnable first, CompletableFuture<Void> done) {
@@ -30,7 +29,6 @@ final class BlockingRunner implements Candidate.Runner {
     BlockingRunner(LeadershipWork work, String threadName) {
         this.work = work;
         this.threadName = threadName;
-        this.name = threadName;
     }
 
     private void ensureWorker() {
@@ -81,7 +79,7 @@ final class BlockingRunner implements Candidate.Runner {
                 try {
                     job.first().run();
                 } catch (RuntimeException | Error e) {
-                    org.slf4j.LoggerFactory.getLogger(BlockingRunner.class).warn("a call on {} failed", name, e);
+                    org.slf4j.LoggerFactory.getLogger(BlockingRunner.class).warn("a call on {} failed", threadName, e);
                 }
                 Thread.interrupted();
                 continue;

@@ -23,7 +23,6 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
@@ -93,7 +92,8 @@ final class Candidate implements Candidacy {
     private volatile Term term;
     /** The turn in flight (waiting or leading), cancelled by a close while waiting. */
     private volatile CompletableFuture<Void> turn;
-    private boolean outage;
+    /** Whether the current outage was logged already (read and written by whichever thread ends a turn). */
+    private volatile boolean outage;
 
     /** One leadership: its scope, who asked to end it, the work's stage, and when the term was over. */
     static final class Term {
